@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class BankSimulatorConfig(AppConfig):
+    name = "bank_simulator"
+    verbose_name = "Sandbox bank"

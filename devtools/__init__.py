@@ -1,0 +1,1 @@
+"""Development-only tooling: nothing here runs in production."""

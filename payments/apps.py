@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class PaymentsConfig(AppConfig):
+    name = "payments"
+    verbose_name = _("Payments")

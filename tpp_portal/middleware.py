@@ -1,0 +1,18 @@
+from tpp_portal.requestid import choose_request_id, current_request_id
+
+
+class RequestIdMiddleware:
+    """Gives every request an id (the caller's X-Request-ID when well-formed), logged and echoed back."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        request.request_id = choose_request_id(request.headers.get("X-Request-ID"))
+        token = current_request_id.set(request.request_id)
+        try:
+            response = self.get_response(request)
+        finally:
+            current_request_id.reset(token)
+        response["X-Request-ID"] = request.request_id
+        return response

@@ -1,0 +1,49 @@
+"""Amounts: Decimal only, with the number of fraction digits of the currency's ISO 4217 minor unit."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from iso4217 import Currency
+
+# Codes in the bank's currency list (spec 2.5) that ISO 4217 does not define, and the minor units we use for
+# them. GGP, IMP, JEP are pound sterling local issues (2 like GBP); TVD is the Tuvalu dollar (2 like AUD);
+# SPL (Seborga luigino) has no official subdivision: 2 as in the bank's sandbox examples. Withdrawn ISO codes
+# (BYR 0, MRO 2, STD 2, VEF 2, ZWD 2, HRK 2, CUC 2, SLL 2, ANG 2) keep their last published minor units.
+NON_ISO_MINOR_UNITS = {
+    "GGP": 2,
+    "IMP": 2,
+    "JEP": 2,
+    "TVD": 2,
+    "SPL": 2,
+    "BYR": 0,
+    "MRO": 2,
+    "STD": 2,
+    "VEF": 2,
+    "ZWD": 2,
+    "HRK": 2,
+    "CUC": 2,
+    "SLL": 2,
+    "ANG": 2,
+}
+
+
+def minor_units(currency: str) -> int:
+    """ISO 4217 minor units of ``currency``; raises KeyError for a code neither ISO nor our table knows."""
+    code = currency.upper()
+    try:
+        exponent = Currency(code).exponent
+    except ValueError:
+        exponent = None
+    if exponent is None:
+        return NON_ISO_MINOR_UNITS[code]
+    return exponent
+
+
+def to_decimal(value: object) -> Decimal:
+    if isinstance(value, float):
+        raise TypeError("amounts are never floats")
+    try:
+        return Decimal(str(value))
+    except InvalidOperation as exc:
+        raise ValueError(f"not a decimal amount: {value!r}") from exc

@@ -1,0 +1,308 @@
+"""Settings of the TPP portal, read from the environment.
+
+Every variable is declared through ``tpp_portal.envconfig.Config`` so that a malformed value stops start-up with
+a message naming it, and so that the README table and docker/compose.yaml can be checked against this file.
+Embedded defaults need no server: SQLite under ``var/``, a filesystem Celery broker under ``var/``, and the
+local sandbox bank. ``DJANGO_ENV=production`` turns on the production profile, which refuses to start without a
+real secret key and passes ``manage.py check --deploy`` without warnings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
+
+from tpp_portal.envconfig import Config
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = Config()
+
+DJANGO_ENV = env.str("DJANGO_ENV", "development", help="development, test or production")
+if DJANGO_ENV not in {"development", "test", "production"}:
+    raise ImproperlyConfigured(f"DJANGO_ENV: expected development, test or production, got {DJANGO_ENV!r}")
+PRODUCTION = DJANGO_ENV == "production"
+
+VAR_DIR = Path(env.str("VAR_DIR", str(BASE_DIR / "var"), help="directory for SQLite files, broker queue, keys"))
+PKI_DIR = VAR_DIR / "pki"
+
+# --- core ------------------------------------------------------------------------------------------------
+_DEV_SECRET = "django-insecure-development-only-key-never-use-in-production-0123456789"  # noqa: S105 - refused in production below
+SECRET_KEY = env.str(
+    "SECRET_KEY",
+    None if PRODUCTION else _DEV_SECRET,
+    help="Django secret key (required in production; SECRET_KEY_FILE also accepted)",
+    secret=True,
+)
+if PRODUCTION and (
+    not SECRET_KEY or SECRET_KEY.startswith("django-insecure") or len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5
+):
+    raise ImproperlyConfigured(
+        "SECRET_KEY: production needs a real secret key of at least 50 random characters "
+        "(set SECRET_KEY or SECRET_KEY_FILE)"
+    )
+DEBUG = env.bool("DEBUG", not PRODUCTION, help="Django debug pages; never true in production")
+if PRODUCTION and DEBUG:
+    raise ImproperlyConfigured("DEBUG: must be false when DJANGO_ENV=production")
+
+ALLOWED_HOSTS = env.list(
+    "ALLOWED_HOSTS",
+    [] if PRODUCTION else ["127.0.0.1", "localhost", "[::1]", "testserver"],
+    help="host names the portal answers to (comma-separated; required in production)",
+)
+if PRODUCTION and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("ALLOWED_HOSTS: production needs the portal's host names")
+
+PORTAL_BASE_URL = env.url(
+    "PORTAL_BASE_URL",
+    "http://127.0.0.1:8000",
+    help="public address of the portal; the bank redirects PSUs back to it after SCA",
+)
+CSRF_TRUSTED_ORIGINS = [PORTAL_BASE_URL]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "csp",
+    "tpp_portal",
+    "accounts",
+    "payments",
+    "sandbox_admin",
+]
+
+MIDDLEWARE = [
+    "tpp_portal.middleware.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+]
+
+ROOT_URLCONF = "tpp_portal.urls"
+WSGI_APPLICATION = "tpp_portal.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "csp.context_processors.nonce",
+                "tpp_portal.context_processors.portal",
+            ],
+        },
+    },
+]
+
+# --- database --------------------------------------------------------------------------------------------
+DATABASES = {
+    "default": env.db(
+        "DATABASE_URL",
+        f"sqlite:///{VAR_DIR / 'portal.sqlite3'}",
+        help="portal database (sqlite:///path or postgres://user:pass@host:port/name)",
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+else:
+    # Several processes (web, worker, beat) share one file: wait for locks instead of failing at once.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- cache, broker ---------------------------------------------------------------------------------------
+REDIS_URL = env.redis_url("REDIS_URL", help="Redis for the Celery broker and the cache (unset: embedded)")
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+        }
+    }
+    _queue = VAR_DIR / "broker"
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_queue / "out"),
+        "data_folder_out": str(_queue / "out"),
+        "processed_folder": str(_queue / "processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", False, help="run tasks inline (tests only)")
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# --- the bank --------------------------------------------------------------------------------------------
+BANK_BASE_URL = env.url(
+    "BANK_BASE_URL",
+    "http://127.0.0.1:8001",
+    help="the bank's XS2A base address, with any path prefix (default: the local sandbox bank)",
+)
+BANK_IS_SANDBOX = env.bool("BANK_IS_SANDBOX", True, help="the bank offers the /v1/sandbox operations")
+_certs_hint = " (run `make certs` to create the development certificates)"
+try:
+    BANK_SIGNING_CERT = env.path(
+        "BANK_SIGNING_CERT",
+        str(PKI_DIR / "tpp-qseal.pem"),
+        help="PEM of the TPP's QSealC signing certificate",
+    )
+    BANK_SIGNING_KEY = env.path(
+        "BANK_SIGNING_KEY", str(PKI_DIR / "tpp-qseal.key"), help="PEM (PKCS#8, may be encrypted) of its key"
+    )
+except ImproperlyConfigured as exc:
+    raise ImproperlyConfigured(str(exc) + ("" if PRODUCTION else _certs_hint)) from None
+BANK_SIGNING_KEY_PASSPHRASE = env.str(
+    "BANK_SIGNING_KEY_PASSPHRASE", None, help="passphrase of an encrypted signing key", secret=True
+)
+BANK_CA_BUNDLE = env.path("BANK_CA_BUNDLE", None, help="PEM bundle trusted for the bank's TLS certificate")
+BANK_TLS_CLIENT_CERT = env.path("BANK_TLS_CLIENT_CERT", None, help="PEM of the QWAC TLS client certificate")
+BANK_TLS_CLIENT_KEY = env.path("BANK_TLS_CLIENT_KEY", None, help="PEM of the QWAC's key")
+if bool(BANK_TLS_CLIENT_CERT) != bool(BANK_TLS_CLIENT_KEY):
+    raise ImproperlyConfigured("BANK_TLS_CLIENT_KEY: BANK_TLS_CLIENT_CERT and BANK_TLS_CLIENT_KEY go together")
+BANK_RESPONSE_CERT = env.path(
+    "BANK_RESPONSE_CERT", None, help="PEM of the bank's seal; signed responses are verified against it"
+)
+BANK_TIMEOUT = env.float("BANK_TIMEOUT", 20.0, help="seconds to wait for the bank (connect and read)")
+BANK_ACCEPT_FIX = env.list(
+    "BANK_ACCEPT_FIX",
+    [
+        "amount-as-string",
+        "cardaccount-switch-originalamount-and-transactionamount",
+        "longer-names",
+        "cash-account-type-iso",
+    ],
+    help="x-accept-fix values sent to the bank",
+)
+BANK_SIGN_REQUEST_TARGET = env.bool(
+    "BANK_SIGN_REQUEST_TARGET", False, help="also sign (request-target) in the Signature header"
+)
+if PRODUCTION and not BANK_BASE_URL.startswith("https://"):
+    raise ImproperlyConfigured("BANK_BASE_URL: production talks to the bank over https only")
+
+# --- auth, sessions --------------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "home"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_HTTPONLY = True
+
+EMAIL_BACKEND = env.str(
+    "EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend", help="Django e-mail backend"
+)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", "no-reply@fjordpay.invalid", help="sender of e-mails")
+
+# --- i18n, time ------------------------------------------------------------------------------------------
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", _("English")), ("nb", _("Norwegian Bokmål"))]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+USE_I18N = True
+USE_TZ = True
+TIME_ZONE = "Europe/Oslo"  # shown to users; storage is UTC (USE_TZ)
+
+# --- static files ----------------------------------------------------------------------------------------
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if PRODUCTION
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        )
+    },
+}
+
+# --- security headers ------------------------------------------------------------------------------------
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'", BANK_BASE_URL],
+        "base-uri": ["'none'"],
+        "object-src": ["'none'"],
+    }
+}
+if PRODUCTION:
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", True, help="redirect http to https (production)")
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = 31_536_000
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+
+# --- logging ---------------------------------------------------------------------------------------------
+LOG_LEVEL = env.str("LOG_LEVEL", "INFO", help="root log level")
+LOG_JSON = env.bool("LOG_JSON", PRODUCTION, help="one JSON line per event (default in production)")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {
+        "request_id": {"()": "tpp_portal.logging.RequestIdFilter"},
+        "redact": {"()": "tpp_portal.logging.RedactingFilter"},
+    },
+    "formatters": {
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+            "datefmt": "%Y-%m-%dT%H:%M:%S%z",
+        },
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "json" if LOG_JSON else "plain",
+            "filters": ["request_id", "redact"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {"django.server": {"level": "WARNING"}},
+}
