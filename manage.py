@@ -7,8 +7,15 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tpp_portal.settings")
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
 
+    try:
+        settings.INSTALLED_APPS  # noqa: B018 - load the settings now, so a configuration error reads well
+    except ImproperlyConfigured as exc:
+        sys.stderr.write(f"configuration error: {exc}\n")
+        sys.exit(2)
     execute_from_command_line(sys.argv)
 
 

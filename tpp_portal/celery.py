@@ -1,11 +1,40 @@
-"""The portal's Celery application: worker and beat run from here (``celery -A tpp_portal ...``)."""
+"""The portal's Celery application: worker and beat run from here (``celery -A tpp_portal ...``).
+
+Without REDIS_URL the broker is kombu's filesystem transport under ``var/broker``, which works across processes
+(web, worker, beat) on one machine with no server; with REDIS_URL it is Redis.
+"""
 
 import os
+from pathlib import Path
 
 from celery import Celery
+from celery.signals import before_task_publish, task_prerun
+
+from tpp_portal.requestid import current_request_id
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tpp_portal.settings")
 
 app = Celery("tpp_portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@app.on_configure.connect
+def _create_broker_folders(sender: Celery, **kwargs) -> None:
+    options = sender.conf.broker_transport_options or {}
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+        if folder := options.get(key):
+            Path(folder).mkdir(parents=True, exist_ok=True)
+
+
+@before_task_publish.connect
+def _propagate_request_id(headers: dict | None = None, **kwargs) -> None:
+    """Tasks enqueued while serving a request carry its id, so their log lines can be joined to it."""
+    if headers is not None and "request_id" not in headers:
+        headers["request_id"] = current_request_id.get()
+
+
+@task_prerun.connect
+def _bind_request_id(task=None, **kwargs) -> None:
+    request_id = getattr(task.request, "request_id", None) if task is not None else None
+    current_request_id.set(request_id or (task.request.id if task is not None else "-") or "-")

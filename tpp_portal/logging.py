@@ -9,9 +9,26 @@ from tpp_portal.requestid import current_request_id
 
 # Values that must never reach a log line, whatever logged them: signatures, certificates, PSU identifiers,
 # passwords, keys, tokens. Matched as ``name: value``, ``name=value`` or ``"name": "value"``.
-_SECRET_NAMES = (  # noqa: S105 - names of secrets, not a secret
-    r"signature|tpp-signature-certificate|psu-id|psu-corporate-id|x-psu-identity|psu_id|psu_corporate_id"
-    r"|password|passphrase|secret|secret_key|authorization|cookie|sessionid|csrftoken|api[_-]?key|token"
+_SECRET_NAMES = "|".join(
+    [
+        "signature",
+        "tpp-signature-certificate",
+        "psu-id",
+        "psu-corporate-id",
+        "x-psu-identity",
+        "psu_id",
+        "psu_corporate_id",
+        "password",
+        "passphrase",
+        "secret",
+        "secret_key",
+        "authorization",
+        "cookie",
+        "sessionid",
+        "csrftoken",
+        r"api[_-]?key",
+        "token",
+    ]
 )
 _PATTERN = re.compile(
     rf"""(?ix)
@@ -48,5 +65,7 @@ class RedactingFilter(logging.Filter):
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
+            # Formatters re-render exc_info themselves; keep only the redacted text.
             record.exc_text = redact(record.exc_text)
+            record.exc_info = None
         return True

@@ -1,4 +1,21 @@
 from tpp_portal.requestid import choose_request_id, current_request_id
+from tpp_portal.views import healthz
+
+
+class HealthCheckMiddleware:
+    """Answers ``/healthz`` before host validation and the https redirect.
+
+    Container and load-balancer probes reach the process by its internal address (127.0.0.1, a pod IP), which
+    is not one of ALLOWED_HOSTS and not https. The answer holds no user data.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.path_info == "/healthz":
+            return healthz(request)
+        return self.get_response(request)
 
 
 class RequestIdMiddleware:

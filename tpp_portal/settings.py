@@ -78,6 +78,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "tpp_portal.middleware.HealthCheckMiddleware",
     "tpp_portal.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -147,6 +148,7 @@ else:
         "data_folder_in": str(_queue / "out"),
         "data_folder_out": str(_queue / "out"),
         "processed_folder": str(_queue / "processed"),
+        "control_folder": str(_queue / "control"),
         "store_processed": False,
     }
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", False, help="run tasks inline (tests only)")
@@ -235,8 +237,10 @@ TIME_ZONE = "Europe/Oslo"  # shown to users; storage is UTC (USE_TZ)
 
 # --- static files ----------------------------------------------------------------------------------------
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT = Path(env.str("STATIC_ROOT", str(VAR_DIR / "staticfiles"), help="where collectstatic writes"))
 STATICFILES_DIRS = [BASE_DIR / "static"]
+if not PRODUCTION:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise expects it; production runs collectstatic
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -275,7 +279,6 @@ if PRODUCTION:
     SECURE_HSTS_PRELOAD = True
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 
 # --- logging ---------------------------------------------------------------------------------------------
 LOG_LEVEL = env.str("LOG_LEVEL", "INFO", help="root log level")

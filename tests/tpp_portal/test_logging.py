@@ -1,0 +1,55 @@
+"""Log lines carry the request id and never a secret; production logs are one JSON object per line."""
+
+import io
+import json
+import logging
+
+from tpp_portal.logging import RedactingFilter, RequestIdFilter, redact
+from tpp_portal.requestid import current_request_id
+
+
+def test_redact_removes_signatures_psu_ids_passwords_and_pem_blocks():
+    text = (
+        'Signature: keyId="SN=1,CA=CN=x",signature="abc=" PSU-ID=0b3a1e0c-1111-2222-3333-444455556666 '
+        '{"password": "hunter2", "psu_corporate_id": "c0ffee"} '
+        "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----"
+    )
+    cleaned = redact(text)
+    for secret in ("abc=", "0b3a1e0c-1111", "hunter2", "c0ffee", "MIIB"):
+        assert secret not in cleaned
+    assert "[redacted]" in cleaned
+
+
+def _logger_with(formatter: logging.Formatter) -> tuple[logging.Logger, io.StringIO]:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter)
+    handler.addFilter(RequestIdFilter())
+    handler.addFilter(RedactingFilter())
+    logger = logging.getLogger(f"test.logging.{id(stream)}")
+    logger.handlers = [handler]
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    return logger, stream
+
+
+def test_json_lines_with_request_id_and_no_secret():
+    from pythonjsonlogger.json import JsonFormatter
+
+    logger, stream = _logger_with(JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s"))
+    token = current_request_id.set("req-12345678")
+    try:
+        logger.info("calling bank with %s", "PSU-ID: 6f1c2d3e-aaaa-bbbb-cccc-123456789012")
+        try:
+            raise ValueError("password=swordfish")
+        except ValueError:
+            logger.exception("failed")
+    finally:
+        current_request_id.reset(token)
+    lines = stream.getvalue().strip().splitlines()
+    assert len(lines) == 2
+    first, second = (json.loads(line) for line in lines)
+    assert first["request_id"] == "req-12345678"
+    assert "6f1c2d3e" not in first["message"]
+    assert "swordfish" not in stream.getvalue()
+    assert second["levelname"] == "ERROR"

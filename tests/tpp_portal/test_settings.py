@@ -1,0 +1,103 @@
+"""Settings fail loudly, naming the variable; production refuses weak secrets and passes check --deploy."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCTION = {
+    "DJANGO_ENV": "production",
+    "SECRET_KEY": secrets.token_urlsafe(64),
+    "ALLOWED_HOSTS": "portal.example.com",
+    "BANK_BASE_URL": "https://bank.example.com/psd2",
+    "PORTAL_BASE_URL": "https://portal.example.com",
+}
+
+
+def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "BANK_", "SECRET_KEY"))}
+    environment.update(env)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("DATABASE_URL", "mysql://u@h/db", "DATABASE_URL: unsupported database scheme"),
+        ("DATABASE_URL", "postgres://u@h:5432/", "DATABASE_URL: the database URL names no database"),
+        ("REDIS_URL", "redis://127.0.0.1:port/0", "REDIS_URL: malformed port"),
+        ("REDIS_URL", "http://127.0.0.1:6379", "REDIS_URL: expected redis://"),
+        ("BANK_BASE_URL", "bank.example.com", "BANK_BASE_URL: expected an absolute http or https address"),
+        ("BANK_BASE_URL", "https://bank.example.com/?x=1", "BANK_BASE_URL: must not carry a query"),
+        ("PORTAL_BASE_URL", "https://:8000", "PORTAL_BASE_URL: expected an absolute"),
+        ("BANK_SIGNING_KEY", "/nonexistent/key.pem", "BANK_SIGNING_KEY: no such file"),
+        ("BANK_SIGNING_CERT", "/nonexistent/cert.pem", "BANK_SIGNING_CERT: no such file"),
+        ("BANK_CA_BUNDLE", "/nonexistent/ca.pem", "BANK_CA_BUNDLE: no such file"),
+        ("BANK_TIMEOUT", "soon", "BANK_TIMEOUT: expected a number"),
+        ("DEBUG", "maybe", "DEBUG: expected true or false"),
+        ("DJANGO_ENV", "staging", "DJANGO_ENV: expected development, test or production"),
+    ],
+)
+def test_a_settings_mistake_stops_start_up_naming_the_variable(variable, value, expected):
+    result = manage("check", **{variable: value})
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"configuration error: {expected}" in result.stderr
+
+
+def test_secret_file_variant_is_read(tmp_path):
+    secret_file = tmp_path / "secret"
+    secret_file.write_text(PRODUCTION["SECRET_KEY"] + "\n")
+    env = {**PRODUCTION, "SECRET_KEY_FILE": str(secret_file)}
+    del env["SECRET_KEY"]
+    result = manage("check", "--deploy", "--fail-level", "WARNING", **env)
+    assert result.returncode == 0, result.stderr
+
+
+def test_client_certificate_needs_its_key():
+    result = manage("check", BANK_TLS_CLIENT_CERT=str(ROOT / "var/pki/tpp-qseal.pem"))
+    assert result.returncode == 2
+    assert "BANK_TLS_CLIENT_KEY" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "secret_key",
+    ["", "django-insecure-" + "x" * 60, "short-but-real", "a" * 80],
+)
+def test_production_refuses_to_start_without_a_real_secret_key(secret_key):
+    result = manage("check", **{**PRODUCTION, "SECRET_KEY": secret_key})
+    assert result.returncode == 2
+    assert "SECRET_KEY" in result.stderr
+
+
+def test_production_refuses_debug_and_plain_http_bank():
+    assert "DEBUG: must be false" in manage("check", **PRODUCTION, DEBUG="true").stderr
+    assert (
+        "BANK_BASE_URL: production talks to the bank over https only"
+        in manage("check", **{**PRODUCTION, "BANK_BASE_URL": "http://bank.example.com"}).stderr
+    )
+
+
+def test_production_settings_pass_check_deploy_without_warnings():
+    result = manage("check", "--deploy", "--fail-level", "DEBUG", **PRODUCTION)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues (0 silenced)." in result.stdout
+    assert "WARNING" not in result.stderr
+
+
+def test_development_defaults_need_no_server():
+    result = manage("check", "--database", "default", DATABASE_URL="", REDIS_URL="")
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,56 @@
+"""One smoke test with a real Celery worker consuming from the real broker (Redis in CI, files by default)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from django.conf import settings
+from django.core.cache import cache
+
+from tpp_portal.tasks import ping
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_real_worker_consumes_a_task_from_the_broker(tmp_path):
+    token = uuid.uuid4().hex
+    log = tmp_path / "worker.log"
+    with log.open("w") as output:
+        worker = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "tpp_portal",
+                "worker",
+                "--pool",
+                "solo",
+                "--loglevel",
+                "INFO",
+                "--hostname",
+                f"smoke-{token}@%h",
+                "--without-mingle",
+                "--without-gossip",
+            ],
+            cwd=ROOT,
+            env={**os.environ, "DJANGO_SETTINGS_MODULE": "tpp_portal.settings"},
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        ping.delay(token)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and cache.get(f"ping:{token}") is None and worker.poll() is None:
+            time.sleep(0.2)
+        assert cache.get(f"ping:{token}") is not None, log.read_text()[-3000:]
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
+    expected_transport = "redis" if settings.REDIS_URL else "filesystem"
+    assert expected_transport in log.read_text()
