@@ -1,0 +1,54 @@
+"""Amounts are formatted for the active language with the currency's minor units; texts are translated."""
+
+from decimal import Decimal
+
+import pytest
+from django.template import Context, Template
+from django.utils import translation
+
+from tpp_portal.money import minor_units, to_decimal
+from tpp_portal.templatetags.portal_format import money
+
+
+@pytest.mark.parametrize(
+    ("language", "amount", "currency", "expected"),
+    [
+        ("nb", Decimal("150000"), "NOK", "150\xa0000,00 NOK"),
+        ("en", Decimal("150000"), "NOK", "150,000.00 NOK"),
+        ("nb", "1234567.5", "EUR", "1\xa0234\xa0567,50 EUR"),
+        ("nb", Decimal("98765"), "JPY", "98\xa0765 JPY"),
+        ("en", Decimal("12.345"), "KWD", "12.345 KWD"),
+        ("nb", Decimal("-250.5"), "SEK", "-250,50 SEK"),
+    ],
+)
+def test_money_is_localised(language, amount, currency, expected):
+    with translation.override(language):
+        assert money(amount, currency) == expected
+
+
+def test_money_filter_in_a_template():
+    template = Template('{% load portal_format %}{{ amount|money:"NOK" }}')
+    with translation.override("nb"):
+        assert template.render(Context({"amount": Decimal("150000.00")})) == "150\xa0000,00 NOK"
+
+
+def test_minor_units_from_iso_4217_and_the_documented_exceptions():
+    assert (minor_units("NOK"), minor_units("JPY"), minor_units("BHD"), minor_units("CLP")) == (2, 0, 3, 0)
+    assert minor_units("GGP") == 2  # not an ISO code; our documented choice
+    with pytest.raises(KeyError):
+        minor_units("XYZ")
+
+
+def test_floats_are_refused_as_money():
+    with pytest.raises(TypeError):
+        to_decimal(0.1)
+    assert to_decimal("0.10") == Decimal("0.10")
+
+
+@pytest.mark.django_db
+def test_pages_are_served_in_norwegian_bokmal(client):
+    response = client.get("/", HTTP_ACCEPT_LANGUAGE="nb")
+    assert response.status_code == 200
+    assert response["Content-Language"] == "nb"
+    assert 'lang="nb"' in response.content.decode()
+    assert "Logg inn" in response.content.decode()
