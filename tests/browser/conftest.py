@@ -1,0 +1,66 @@
+"""Browser tests: Debian's chromium driven by Playwright (never a browser Playwright downloads itself).
+
+Screenshots go to ``test-artifacts/screenshots/`` (``TEST_ARTIFACTS_DIR`` overrides), kept as CI artefacts.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Playwright's sync API runs an event loop in this thread; the live server and the ORM calls of the test itself
+# are ordinary synchronous code, so Django's async-safety guard must not trip on that loop.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def chromium_path() -> str:
+    path = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium")
+    if not path:
+        pytest.fail("the browser tests need Debian's chromium: apt-get install chromium (or set CHROMIUM_PATH)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    directory = Path(os.environ.get("TEST_ARTIFACTS_DIR", ROOT / "test-artifacts")) / "screenshots"
+    directory.mkdir(parents=True, exist_ok=True)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator:
+    """One chromium per session; Playwright gives it a fresh, empty profile directory."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser) -> Iterator:
+    """A fresh context per test; CSP violations and page errors are collected on ``page.problems``."""
+    context = browser.new_context(locale="en-GB")
+    page = context.new_page()
+    page.problems = []
+    page.on("console", lambda m: page.problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: page.problems.append(str(e)))
+    yield page
+    context.close()
