@@ -8,7 +8,12 @@ PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 PORTAL_PORT ?= 8000
 BANK_PORT ?= 8001
-export PORTAL_PORT BANK_PORT
+VAR_DIR ?= var
+export PORTAL_PORT BANK_PORT VAR_DIR
+
+# `make run` wires the portal to the sandbox bank it starts; set these to point it elsewhere.
+run: export PORTAL_BASE_URL ?= http://127.0.0.1:$(PORTAL_PORT)
+run: export BANK_BASE_URL ?= http://127.0.0.1:$(BANK_PORT)
 
 .PHONY: run bank test lint venv certs messages migrate lock bench clean help
 
@@ -27,10 +32,10 @@ $(VENV)/.installed: requirements.lock
 
 venv: $(VENV)/.installed
 
-var/pki/tpp-qseal.pem: | venv
-	$(PY) -m devtools.pki var/pki
+$(VAR_DIR)/pki/tpp-qseal.pem: | venv
+	$(PY) -m devtools.pki $(VAR_DIR)/pki
 
-certs: var/pki/tpp-qseal.pem
+certs: $(VAR_DIR)/pki/tpp-qseal.pem
 
 messages: venv
 	$(BIN)/pybabel compile --domain django --directory locale --statistics
@@ -41,8 +46,8 @@ migrate: venv certs
 
 run: venv certs messages migrate
 	$(PY) -m bank_simulator sandbox_initialize --if-empty
-	$(PY) manage.py ensure_demo_users --portal-url http://127.0.0.1:$(PORTAL_PORT) --bank-url http://127.0.0.1:$(BANK_PORT)
-	$(BIN)/honcho start --procfile Procfile --no-prefix=false
+	$(PY) manage.py ensure_demo_users
+	$(BIN)/honcho start --procfile Procfile
 
 bank: venv certs
 	$(PY) -m bank_simulator migrate --noinput
