@@ -9,6 +9,7 @@ real secret key and passes ``manage.py check --deploy`` without warnings.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -71,6 +72,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "csp",
+    "axes",
     "tpp_portal",
     "accounts",
     "payments",
@@ -87,9 +89,11 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "accounts.security.SessionActivityMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes requires
 ]
 
 ROOT_URLCONF = "tpp_portal.urls"
@@ -221,6 +225,24 @@ LOGOUT_REDIRECT_URL = "home"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_HTTPONLY = True
+
+# --- sign-in protection and sensitive sessions (accounts/security.py) -------------------------------------
+AUTHENTICATION_BACKENDS = [
+    # django-axes first: it refuses a locked-out username+IP before any password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = 5  # failed sign-ins per username and IP address ...
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_COOLOFF_TIME = timedelta(minutes=15)  # ... lock that pair out for this long
+AXES_RESET_ON_SUCCESS = True  # a successful sign-in forgets the earlier failures
+AXES_LOCKOUT_CALLABLE = "accounts.views_auth.lockout"  # a page saying why and for how long
+# Pages marked accounts.security.sensitive_page (account data, payments) sign the user out after this many
+# seconds without any request; other pages keep the normal session lifetime.
+SENSITIVE_IDLE_TIMEOUT = 300
+# require_recent_authentication: a payment is submitted only within this many seconds of the password.
+REAUTH_MAX_AGE = 300
 
 EMAIL_BACKEND = env.str(
     "EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend", help="Django e-mail backend"

@@ -9,7 +9,7 @@ VIEWPORTS = {"phone": {"width": 375, "height": 740}, "desktop": {"width": 1280, 
 
 @pytest.mark.parametrize("device", VIEWPORTS)
 def test_home_and_sign_in_fit_the_screen(page, live_server, artifacts_dir, device, django_user_model):
-    django_user_model.objects.create_user("layout-user", "layout@example.invalid", "a-long-test-password")
+    django_user_model.objects.create_user("layout@example.invalid", "layout@example.invalid", "a-long-test-password")
     page.set_viewport_size(VIEWPORTS[device])
     static_requests = []
     page.on("request", lambda r: static_requests.append(r.url))
@@ -22,10 +22,10 @@ def test_home_and_sign_in_fit_the_screen(page, live_server, artifacts_dir, devic
     page.screenshot(path=artifacts_dir / f"layout-home-{device}.png", full_page=True)
 
     page.get_by_role("link", name="Sign in").first.click()
-    page.get_by_label("Username").fill("layout-user")
+    page.get_by_label("E-mail address").fill("layout@example.invalid")
     page.get_by_label("Password").fill("a-long-test-password")
     page.get_by_role("button", name="Sign in").click()
-    page.wait_for_selector("text=Signed in as layout-user")
+    page.wait_for_selector("text=Signed in as layout@example.invalid")
     assert page.evaluate("document.documentElement.scrollWidth") <= VIEWPORTS[device]["width"]
     page.screenshot(path=artifacts_dir / f"layout-signed-in-{device}.png", full_page=True)
 

@@ -1,0 +1,28 @@
+from django.urls import path
+
+from accounts import views_auth
+
+# The names are Django's own (login, logout, password_reset_confirm ...) so its views and mails find them.
+auth_patterns = [
+    path("auth/sign-in/", views_auth.SignInView.as_view(), name="login"),
+    path("auth/sign-out/", views_auth.SignOutView.as_view(), name="logout"),
+    path("auth/sign-up/", views_auth.sign_up, name="signup"),
+    path("auth/confirm-password/", views_auth.reauthenticate, name="reauthenticate"),
+    path("auth/password/change/", views_auth.PasswordChangeView.as_view(), name="password_change"),
+    path("auth/password/change/done/", views_auth.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("auth/password/reset/", views_auth.PasswordResetView.as_view(), name="password_reset"),
+    path("auth/password/reset/sent/", views_auth.PasswordResetDoneView.as_view(), name="password_reset_done"),
+    path(
+        "auth/password/reset/<uidb64>/<token>/",
+        views_auth.PasswordResetConfirmView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path(
+        "auth/password/reset/done/",
+        views_auth.PasswordResetCompleteView.as_view(),
+        name="password_reset_complete",
+    ),
+    path("account/", views_auth.account, name="account"),
+]
+
+urlpatterns = [*auth_patterns]

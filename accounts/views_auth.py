@@ -1,0 +1,152 @@
+"""Signing up, in and out, the password pages, "My account" and the password-again page before payments.
+
+Django's own auth views do the work; these classes only choose forms, templates and messages.
+"""
+
+from __future__ import annotations
+
+import math
+
+from axes.helpers import get_cool_off
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.shortcuts import redirect, render, resolve_url
+from django.urls import reverse_lazy
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_protect
+from django.views.decorators.debug import sensitive_post_parameters
+
+from accounts import user_services
+from accounts.forms import ReauthenticateForm, SignInForm, SignUpForm
+from accounts.security import (
+    SensitivePageMixin,
+    is_recently_authenticated,
+    sensitive_page,
+    session_mark_reauthenticated,
+)
+
+_MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+def _safe_next(request, fallback: str) -> str:
+    """The ``next`` address when it stays inside the portal, else ``fallback``."""
+    candidate = request.POST.get("next") or request.GET.get("next") or ""
+    if candidate and url_has_allowed_host_and_scheme(
+        candidate, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return candidate
+    return resolve_url(fallback)
+
+
+class SignInView(auth_views.LoginView):
+    form_class = SignInForm
+    template_name = "registration/login.html"
+    redirect_authenticated_user = True
+
+
+class SignOutView(auth_views.LogoutView):
+    def post(self, request, *args, **kwargs):
+        response = super().post(request, *args, **kwargs)
+        messages.info(request, _("You have signed out."))
+        return response
+
+
+@sensitive_post_parameters("password1", "password2")
+@csrf_protect
+@never_cache
+def sign_up(request):
+    if request.user.is_authenticated:
+        return redirect(settings.LOGIN_REDIRECT_URL)
+    form = SignUpForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            user = user_services.user_sign_up(
+                email=form.cleaned_data["email"], password=form.cleaned_data["password1"]
+            )
+        except user_services.EmailAlreadyRegistered:
+            form.add_error("email", form.error_messages["email_taken"])
+        else:
+            login(request, user, backend=_MODEL_BACKEND)
+            messages.success(request, _("Welcome! Your account is ready."))
+            return redirect(_safe_next(request, "account"))
+    return render(request, "registration/signup.html", {"form": form, "next": request.GET.get("next", "")})
+
+
+@sensitive_page
+def account(request):
+    return render(request, "accounts/account.html", {"account_user": request.user})
+
+
+class PasswordChangeView(SensitivePageMixin, auth_views.PasswordChangeView):
+    template_name = "registration/password_change_form.html"
+    success_url = reverse_lazy("password_change_done")
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        user_services.user_send_password_changed_notice(user=form.user)
+        return response
+
+
+class PasswordChangeDoneView(SensitivePageMixin, auth_views.PasswordChangeDoneView):
+    template_name = "registration/password_change_done.html"
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    template_name = "registration/password_reset_form.html"
+    email_template_name = "registration/password_reset_email.txt"
+    subject_template_name = "registration/password_reset_subject.txt"
+    success_url = reverse_lazy("password_reset_done")
+
+    @property
+    def extra_email_context(self):
+        # The link is built from the configured address, never from the request's Host header.
+        return {"portal_base_url": settings.PORTAL_BASE_URL.rstrip("/")}
+
+
+class PasswordResetDoneView(auth_views.PasswordResetDoneView):
+    template_name = "registration/password_reset_done.html"
+
+
+class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+    template_name = "registration/password_reset_confirm.html"
+    success_url = reverse_lazy("password_reset_complete")
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        user_services.user_send_password_changed_notice(user=form.user)
+        return response
+
+
+class PasswordResetCompleteView(auth_views.PasswordResetCompleteView):
+    template_name = "registration/password_reset_complete.html"
+
+
+@sensitive_post_parameters("password")
+@csrf_protect
+@sensitive_page
+def reauthenticate(request):
+    """The password again before a payment; records the time and returns to ``next``."""
+    next_url = _safe_next(request, "account")
+    if request.method == "GET" and "next" in request.GET and is_recently_authenticated(request):
+        return redirect(next_url)
+    form = ReauthenticateForm(request.POST or None, request=request)
+    if request.method == "POST" and form.is_valid():
+        session_mark_reauthenticated(request)
+        return redirect(next_url)
+    return render(request, "registration/reauthenticate.html", {"form": form, "next": next_url})
+
+
+def lockout(request, original_response=None, credentials=None):
+    """django-axes' answer to a locked-out sign-in (AXES_LOCKOUT_CALLABLE): a page saying why and how long."""
+    cool_off = get_cool_off(request)
+    minutes = math.ceil(cool_off.total_seconds() / 60) if cool_off else None
+    return render(
+        request,
+        "registration/lockout.html",
+        {"cooloff_minutes": minutes},
+        status=settings.AXES_HTTP_RESPONSE_CODE,
+    )

@@ -1,0 +1,100 @@
+"""Changing the password (signed in) and resetting it by a link sent through Django's mail framework."""
+
+import re
+
+import pytest
+from django.core import mail
+from django.urls import reverse
+
+pytestmark = pytest.mark.django_db
+NEW_PASSWORD = "granite-harbour-kettle-77"
+
+
+def test_change_needs_the_old_password_and_keeps_this_session(alice_client, alice, password):
+    assert alice_client.get(reverse("password_change")).status_code == 200
+
+    wrong = alice_client.post(
+        reverse("password_change"),
+        {"old_password": "not-it", "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
+    )
+    assert wrong.status_code == 200
+    assert "old_password" in wrong.context["form"].errors
+    assert 'id="id_old_password_error"' in wrong.content.decode()
+
+    response = alice_client.post(
+        reverse("password_change"),
+        {"old_password": password, "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
+    )
+    assert response["Location"] == reverse("password_change_done")
+    alice.refresh_from_db()
+    assert alice.check_password(NEW_PASSWORD)
+    assert alice_client.get(reverse("account")).status_code == 200  # still signed in here
+    [notice] = mail.outbox
+    assert notice.to == [alice.email]
+    assert notice.subject == "Your Fjordpay password was changed"
+
+
+def test_change_applies_the_password_validators(alice_client, alice, password):
+    response = alice_client.post(
+        reverse("password_change"),
+        {"old_password": password, "new_password1": "short", "new_password2": "short"},
+    )
+    assert "This password is too short." in response.content.decode()
+    alice.refresh_from_db()
+    assert alice.check_password(password)
+    assert mail.outbox == []
+
+
+def test_change_needs_sign_in(client):
+    response = client.get(reverse("password_change"))
+    assert response["Location"] == f"{reverse('login')}?next={reverse('password_change')}"
+
+
+def _reset_link(message) -> str:
+    match = re.search(r"https?://[^/\s]+(/auth/password/reset/[^\s]+/)", message.body)
+    assert match, message.body
+    return match.group(1)
+
+
+def test_reset_mails_a_link_that_sets_a_new_password_once(client, alice, password, settings):
+    settings.PORTAL_BASE_URL = "https://portal.example.com"
+    response = client.post(reverse("password_reset"), {"email": "ALICE@example.com"})
+    assert response["Location"] == reverse("password_reset_done")
+    [message] = mail.outbox
+    assert message.to == [alice.email]
+    assert message.subject == "Set a new Fjordpay password"
+    assert "https://portal.example.com/auth/password/reset/" in message.body
+    link = _reset_link(message)
+
+    form_page = client.get(link, follow=True)
+    assert form_page.status_code == 200
+    assert form_page.context["validlink"] is True
+    set_password_url = form_page.redirect_chain[-1][0]
+    done = client.post(set_password_url, {"new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD})
+    assert done["Location"] == reverse("password_reset_complete")
+    alice.refresh_from_db()
+    assert alice.check_password(NEW_PASSWORD)
+    assert mail.outbox[-1].subject == "Your Fjordpay password was changed"
+
+    # The link cannot be used twice.
+    again = client.get(link, follow=True)
+    assert again.context["validlink"] is False
+    assert "This link is not valid" in again.content.decode()
+
+    # And the new password signs in.
+    signed_in = client.post(reverse("login"), {"username": alice.email, "password": NEW_PASSWORD})
+    assert signed_in.status_code == 302
+
+
+def test_reset_for_an_unknown_address_says_the_same_and_sends_nothing(client):
+    response = client.post(reverse("password_reset"), {"email": "nobody@example.com"})
+    assert response["Location"] == reverse("password_reset_done")
+    assert mail.outbox == []
+
+
+def test_reset_ignores_the_host_header_in_the_link(client, alice, settings):
+    settings.PORTAL_BASE_URL = "https://portal.example.com"
+    settings.ALLOWED_HOSTS = ["evil.example", "testserver"]
+    client.post(reverse("password_reset"), {"email": alice.email}, HTTP_HOST="evil.example")
+    [message] = mail.outbox
+    assert "evil.example" not in message.body

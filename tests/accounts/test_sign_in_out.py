@@ -1,0 +1,100 @@
+"""Signing in and out, and django-axes' lockout after repeated failures (per username and IP address)."""
+
+from datetime import timedelta
+
+import pytest
+from axes.models import AccessAttempt
+from django.urls import reverse
+
+pytestmark = pytest.mark.django_db
+LOGIN = reverse("login")
+
+
+def sign_in(client, username, password, ip="192.0.2.10", **extra):
+    return client.post(
+        LOGIN + extra.pop("query", ""), {"username": username, "password": password}, REMOTE_ADDR=ip
+    )
+
+
+def test_sign_in_with_the_e_mail_address_in_any_letter_case_follows_next(client, alice, password):
+    response = sign_in(client, "Alice@Example.COM", password, query="?next=/account/")
+    assert response.status_code == 302
+    assert response["Location"] == "/account/"
+    assert client.session["_auth_user_id"] == str(alice.pk)
+
+
+def test_next_outside_the_portal_is_ignored(client, alice, password):
+    response = sign_in(client, alice.email, password, query="?next=https://evil.example/")
+    assert response["Location"] == reverse("home")
+
+
+def test_a_wrong_password_is_a_clear_error_and_keeps_the_user_out(client, alice):
+    response = sign_in(client, alice.email, "not-the-password")
+    assert response.status_code == 200
+    assert "Please enter a correct" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+
+
+def test_the_sign_in_page_offers_reset_and_sign_up(client):
+    html = client.get(LOGIN).content.decode()
+    assert reverse("password_reset") in html
+    assert reverse("signup") in html
+
+
+def test_sign_out_is_a_post_that_ends_the_session(alice_client):
+    assert alice_client.get(reverse("logout")).status_code == 405
+    response = alice_client.post(reverse("logout"), follow=True)
+    assert response.status_code == 200
+    assert "_auth_user_id" not in alice_client.session
+    assert "You have signed out." in response.content.decode()
+    assert alice_client.get(reverse("account"))["Location"].startswith(LOGIN)
+
+
+def test_signed_in_navigation_links_to_my_account(alice_client):
+    html = alice_client.get(reverse("home")).content.decode()
+    assert f'href="{reverse("account")}"' in html
+
+
+def test_five_failures_lock_the_username_and_ip_out_with_a_clear_page(client, alice, password):
+    for _ in range(4):
+        assert sign_in(client, alice.email, "wrong-password").status_code == 200
+    locked = sign_in(client, alice.email, "wrong-password")
+    assert locked.status_code == 429
+    # Even the right password is refused now, with the same page.
+    refused = sign_in(client, alice.email, password)
+    assert refused.status_code == 429
+    html = refused.content.decode()
+    assert "Signing in is blocked for now" in html
+    assert "signing in is blocked for 15 minutes" in html
+    assert reverse("password_reset") in html
+    assert "_auth_user_id" not in client.session
+
+
+def test_the_lockout_is_per_username_and_ip(client, alice, bob, password):
+    for _ in range(5):
+        sign_in(client, alice.email, "wrong-password", ip="192.0.2.10")
+    assert sign_in(client, alice.email, password, ip="192.0.2.10").status_code == 429
+    # Another network, or another username from the same network, is not blocked.
+    assert sign_in(client, bob.email, password, ip="192.0.2.10").status_code == 302
+    client.logout()
+    assert sign_in(client, alice.email, password, ip="198.51.100.7").status_code == 302
+
+
+def test_the_lockout_ends_after_the_cool_off(client, alice, password):
+    for _ in range(5):
+        sign_in(client, alice.email, "wrong-password")
+    assert sign_in(client, alice.email, password).status_code == 429
+    attempt = AccessAttempt.objects.get()
+    AccessAttempt.objects.filter(pk=attempt.pk).update(attempt_time=attempt.attempt_time - timedelta(minutes=16))
+    assert sign_in(client, alice.email, password).status_code == 302
+
+
+def test_a_successful_sign_in_resets_the_failure_count(client, alice, password):
+    for _ in range(4):
+        sign_in(client, alice.email, "wrong-password")
+    assert sign_in(client, alice.email, password).status_code == 302
+    assert not AccessAttempt.objects.exists()
+    client.logout()
+    for _ in range(4):
+        assert sign_in(client, alice.email, "wrong-password").status_code == 200
+    assert sign_in(client, alice.email, password).status_code == 302

@@ -1,0 +1,61 @@
+"""Fixtures of every portal test: alice (owner), bob (another customer), charlie (staff).
+
+django-axes needs the request when a password is checked, so sign users in with ``client.force_login`` (or the
+``*_client`` fixtures here), never ``client.login``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.factories import DEFAULT_PASSWORD, UserFactory
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # Real hashing is deliberately slow; the tests check behaviour, not the hasher.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def password() -> str:
+    """The password of alice, bob and charlie."""
+    return DEFAULT_PASSWORD
+
+
+@pytest.fixture
+def alice(db):
+    """The owner of the objects under test."""
+    return UserFactory(email="alice@example.com")
+
+
+@pytest.fixture
+def bob(db):
+    """Another customer, who must never see alice's objects."""
+    return UserFactory(email="bob@example.com")
+
+
+@pytest.fixture
+def charlie(db):
+    """Staff: uses the admin, and gets no special access to customers' pages."""
+    return UserFactory(email="charlie@example.com", is_staff=True)
+
+
+def _client_for(client, user):
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def alice_client(client, alice):
+    return _client_for(client, alice)
+
+
+@pytest.fixture
+def bob_client(client, bob):
+    return _client_for(client, bob)
+
+
+@pytest.fixture
+def charlie_client(client, charlie):
+    return _client_for(client, charlie)
