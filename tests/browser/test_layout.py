@@ -9,7 +9,9 @@ VIEWPORTS = {"phone": {"width": 375, "height": 740}, "desktop": {"width": 1280, 
 
 @pytest.mark.parametrize("device", VIEWPORTS)
 def test_home_and_sign_in_fit_the_screen(page, live_server, artifacts_dir, device, django_user_model):
-    django_user_model.objects.create_user("layout@example.invalid", "layout@example.invalid", "a-long-test-password")
+    django_user_model.objects.create_user(
+        "layout@example.invalid", "layout@example.invalid", "a-long-test-password"
+    )
     page.set_viewport_size(VIEWPORTS[device])
     static_requests = []
     page.on("request", lambda r: static_requests.append(r.url))
