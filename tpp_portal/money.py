@@ -9,7 +9,9 @@ from iso4217 import Currency
 # Codes in the bank's currency list (spec 2.5) that ISO 4217 does not define, and the minor units we use for
 # them. GGP, IMP, JEP are pound sterling local issues (2 like GBP); TVD is the Tuvalu dollar (2 like AUD);
 # SPL (Seborga luigino) has no official subdivision: 2 as in the bank's sandbox examples. Withdrawn ISO codes
-# (BYR 0, MRO 2, STD 2, VEF 2, ZWD 2, HRK 2, CUC 2, SLL 2, ANG 2) keep their last published minor units.
+# (BYR 0, MRO 2, STD 2, VEF 2, ZWD 2, HRK 2, CUC 2, SLL 2, ANG 2, and BGN 2, withdrawn when Bulgaria adopted the
+# euro on 2026-01-01) keep their last published minor units. XDR (the IMF's special drawing right) is listed by ISO
+# with minor unit "N.A."; we use 2, the CLDR default (babel.numbers.get_currency_precision("XDR") == 2).
 NON_ISO_MINOR_UNITS = {
     "GGP": 2,
     "IMP": 2,
@@ -25,6 +27,8 @@ NON_ISO_MINOR_UNITS = {
     "CUC": 2,
     "SLL": 2,
     "ANG": 2,
+    "BGN": 2,
+    "XDR": 2,
 }
 
 

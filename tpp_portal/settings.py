@@ -10,8 +10,10 @@ real secret key and passes ``manage.py check --deploy`` without warnings.
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
@@ -164,6 +166,29 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+
+# --- exchange rates and regulatory reporting (payments/rates.py, payments/selectors.py) -------------------
+NORGES_BANK_RATES_URL = env.url(
+    "NORGES_BANK_RATES_URL",
+    "https://data.norges-bank.no/api/data/EXR",
+    help="Norges Bank's SDMX data API, EXR dataflow (daily exchange rates)",
+)
+NORGES_BANK_TIMEOUT = env.float("NORGES_BANK_TIMEOUT", 20.0, help="seconds to wait for Norges Bank")
+# Regulatory code and information are required from this NOK amount (spec 2.1/8); for other currencies from
+# threshold * (1 - margin), since the bank converts at its own rate, not the middle rate we use.
+REGULATORY_THRESHOLD_NOK = Decimal("100000")
+REGULATORY_MARGIN = Decimal("0.05")
+EXCHANGE_RATE_MAX_AGE_DAYS = 7  # an older rate does not decide: reporting is then required
+
+# The one beat schedule of the product (schedules live in code; run exactly one beat process).
+CELERY_BEAT_SCHEDULE = {
+    "refresh-exchange-rates": {
+        "task": "payments.refresh_exchange_rates",
+        # Times in UTC (CELERY_TIMEZONE). Norges Bank publishes about 16:00 Oslo time on business days, so
+        # 15:30 UTC is after publication all year; the morning run fills a missed day.
+        "schedule": crontab(minute=30, hour="7,15", day_of_week="mon-fri"),
+    },
+}
 
 # --- the bank --------------------------------------------------------------------------------------------
 BANK_BASE_URL = env.url(

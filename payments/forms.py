@@ -1,0 +1,368 @@
+"""The cross-border payment form (bank-api-spec.md 2.1-2.6 and 8). Every rule is a validator in
+payments.validators or payments.instructions.cross_field_errors; the form only wires them to fields.
+
+Two journeys share the form:
+- the user has consented accounts: the view passes ``debtor_accounts`` (a ``DebtorAccountOption`` per account)
+  and ``debtor_account`` is a choice among them;
+- a payment-only journey (no account consent): ``debtor_accounts=None`` and the user types the account to pay
+  from (a Norwegian IBAN or 11-digit account number) and chooses its currency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from babel import Locale, UnknownLocaleError
+from babel.numbers import get_currency_name
+from django import forms
+from django.core.exceptions import ValidationError
+from django.utils.translation import get_language, to_locale
+from django.utils.translation import gettext_lazy as _
+from stdnum.exceptions import ValidationError as StdnumValidationError
+from stdnum.no import kontonr
+
+from payments import validators as v
+from payments.instructions import (
+    ADDRESS_FIELDS,
+    AccountReference,
+    CreditorAddress,
+    PaymentInstruction,
+    cross_field_errors,
+    initiation_body,
+    initiation_body_json,
+)
+from payments.selectors import ReportingRequirement
+from payments.spec import (
+    COUNTRIES,
+    CURRENCIES,
+    NOK,
+    REGULATORY_CODE_GROUPS,
+    REGULATORY_CODE_NORWEGIAN_NAMES,
+    Limits,
+    PurposeCode,
+    RegulatoryReportingCode,
+)
+
+DEBTOR_COUNTRY = "NO"  # the bank is Norwegian: the account paid from is a Norwegian account
+
+
+@dataclass(frozen=True)
+class DebtorAccountOption:
+    """One of the user's consented accounts, as the view offers it. ``key`` is what the form posts."""
+
+    key: str
+    label: str
+    currency: str
+    iban: str = ""
+    bban: str = ""
+
+    def reference(self) -> AccountReference:
+        return AccountReference(currency=self.currency, iban=self.iban, bban="" if self.iban else self.bban)
+
+
+def _babel_locale() -> Locale:
+    try:
+        return Locale.parse(to_locale(get_language() or "en"))
+    except (UnknownLocaleError, ValueError):
+        return Locale("en")
+
+
+def currency_choices() -> list[tuple[str, str]]:
+    """The bank's currencies, "EUR - Euro", in the active language, NOK first then by code."""
+    locale = _babel_locale()
+    codes = [NOK, *sorted(code for code in CURRENCIES if code != NOK)]
+    choices = []
+    for code in codes:
+        name = get_currency_name(code, locale=locale)
+        choices.append((code, code if name == code else f"{code} - {name}"))
+    return choices
+
+
+def country_choices() -> list[tuple[str, str]]:
+    """The bank's countries by name in the active language."""
+    territories = _babel_locale().territories
+    return sorted(((code, territories.get(code, code)) for code in COUNTRIES), key=lambda choice: choice[1])
+
+
+def regulatory_code_choices() -> list:
+    """Grouped as the tax authority groups them: "29 - Other purchase or sale of services (Annet kjøp/...)"."""
+    labels = dict(RegulatoryReportingCode.choices)
+    return [("", _("No code"))] + [
+        (
+            group,
+            [(code, f"{code} - {labels[code]} ({REGULATORY_CODE_NORWEGIAN_NAMES[code]})") for code in codes],
+        )
+        for group, codes in REGULATORY_CODE_GROUPS
+    ]
+
+
+def _text(
+    label, *, max_length: int, required: bool = False, help_text="", validators=(), error_messages=None
+) -> forms.CharField:
+    # No CharField(max_length=...): its message would repeat ours; the browser limit comes from the attribute.
+    return forms.CharField(
+        label=label,
+        required=required,
+        help_text=help_text,
+        validators=[*validators] or [lambda value: v.validate_text(value, max_length=max_length)],
+        widget=forms.TextInput(attrs={"maxlength": max_length}),
+        error_messages=error_messages,
+    )
+
+
+class AmountField(forms.DecimalField):
+    """A DecimalField that also accepts the spaces people group digits with ("150 000", "1 250,50" in nb)."""
+
+    def to_python(self, value):
+        if isinstance(value, str):
+            value = "".join(value.split()).replace("\u202f", "")
+        return super().to_python(value)
+
+
+class CrossBorderPaymentForm(forms.Form):
+    # debtor_account (and debtor_account_currency) are added in __init__ for the journey in use.
+    amount = AmountField(
+        label=_("Amount"),
+        max_digits=Limits.AMOUNT_MAX_DIGITS,
+        decimal_places=Limits.AMOUNT_DECIMAL_PLACES,
+        localize=True,
+        error_messages={
+            "required": _("Enter the amount to pay."),
+            "invalid": _("Enter the amount as a number, for example 150000 or 1250.50."),
+            "max_digits": _("This amount has too many digits (the bank accepts at most %(max)s)."),
+            "max_decimal_places": _("Use at most %(max)s decimal places."),
+            "max_whole_digits": _("This amount is too large: at most %(max)s digits before the decimal point."),
+        },
+    )
+    currency = forms.ChoiceField(label=_("Currency"), initial=NOK)
+    creditor_name = _text(
+        _("Recipient's name"),
+        max_length=Limits.CREDITOR_NAME_MAX,
+        required=True,
+        help_text=_("The full name of the person or company you are paying."),
+        validators=[v.validate_creditor_name],
+        error_messages={"required": _("Enter the name of the person or company you are paying.")},
+    )
+    creditor_account = forms.CharField(
+        label=_("Recipient's account (IBAN or account number)"),
+        widget=forms.TextInput(attrs={"maxlength": 50, "autocomplete": "off", "spellcheck": "false"}),
+        error_messages={"required": _("Enter the recipient's IBAN or account number.")},
+    )
+    creditor_account_currency = forms.ChoiceField(
+        label=_("Currency of the recipient's account"),
+        required=False,
+        help_text=_("Leave empty if it is the currency of the payment."),
+    )
+    creditor_agent = forms.CharField(
+        label=_("Recipient's bank (BIC/SWIFT code)"),
+        required=False,
+        help_text=_("Required when you give an account number instead of an IBAN."),
+        widget=forms.TextInput(attrs={"maxlength": 14, "autocomplete": "off", "spellcheck": "false"}),
+    )
+    creditor_street = _text(_("Street"), max_length=Limits.STREET_MAX, validators=[v.validate_street])
+    creditor_building_number = _text(_("Building number"), max_length=Limits.BUILDING_NUMBER_MAX)
+    creditor_postal_code = _text(_("Postal code"), max_length=Limits.POSTAL_CODE_MAX)
+    creditor_city = _text(_("City"), max_length=Limits.CITY_MAX)
+    creditor_country = forms.ChoiceField(label=_("Country"), required=False)
+    remittance_information = _text(
+        _("Message to the recipient"),
+        max_length=Limits.REMITTANCE_MAX,
+        validators=[v.validate_remittance_information],
+    )
+    purpose_code = forms.ChoiceField(
+        label=_("Purpose"),
+        required=False,
+        choices=[("", _("Not given")), *PurposeCode.choices],
+    )
+    requested_execution_date = forms.DateField(
+        label=_("Execution date"),
+        required=False,
+        help_text=_("Leave empty to pay as soon as possible."),
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+        error_messages={"invalid": _("Enter a date, for example 2026-12-24.")},
+    )
+    regulatory_reporting_code = forms.ChoiceField(
+        label=_("Payment type code (for the tax authority)"),
+        required=False,
+        help_text=_("Required for payments of 100 000 NOK or more, or the equivalent in another currency."),
+    )
+    regulatory_reporting_information = _text(
+        _("Purpose of the payment (for the tax authority)"),
+        max_length=Limits.REGULATORY_INFORMATION_MAX,
+        validators=[v.validate_regulatory_reporting_information],
+    )
+
+    def __init__(
+        self,
+        *args,
+        debtor_accounts: Sequence[DebtorAccountOption] | None = None,
+        today: date | None = None,
+        **kwargs,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.today = today or v.oslo_today()
+        self.debtor_accounts = (
+            {option.key: option for option in debtor_accounts} if debtor_accounts is not None else None
+        )
+        self.reporting_requirement: ReportingRequirement | None = None
+        self._creditor_account_kind: str | None = None
+
+        currencies = currency_choices()
+        self.fields["currency"].choices = currencies
+        self.fields["creditor_account_currency"].choices = [("", _("Same as the payment")), *currencies]
+        self.fields["creditor_country"].choices = [("", _("Choose a country")), *country_choices()]
+        self.fields["regulatory_reporting_code"].choices = regulatory_code_choices()
+
+        if self.debtor_accounts is not None:
+            debtor: forms.Field = forms.ChoiceField(
+                label=_("Pay from"),
+                choices=[("", _("Choose an account"))]
+                + [(key, o.label) for key, o in self.debtor_accounts.items()],
+                error_messages={
+                    "required": _("Choose the account to pay from."),
+                    "invalid_choice": _("Choose one of your accounts."),
+                },
+            )
+        else:
+            debtor = forms.CharField(
+                label=_("Pay from (IBAN or account number)"),
+                help_text=_("Your Norwegian account: an IBAN starting with NO or an 11-digit account number."),
+                widget=forms.TextInput(attrs={"maxlength": 40, "autocomplete": "off", "spellcheck": "false"}),
+                error_messages={"required": _("Enter the account to pay from.")},
+            )
+            self.fields["debtor_account_currency"] = forms.ChoiceField(
+                label=_("Currency of the account you pay from"), choices=currencies, initial=NOK
+            )
+        # The account to pay from comes first on the page.
+        self.fields = {"debtor_account": debtor, **self.fields}
+        self.order_fields(["debtor_account", "debtor_account_currency"])
+
+    # --- single fields ------------------------------------------------------------------------------------
+    def clean_debtor_account(self) -> AccountReference | str:
+        value = self.cleaned_data["debtor_account"]
+        if self.debtor_accounts is not None:
+            return value  # a valid key; turned into a reference in clean()
+        kind, compact = v.normalise_account_number(value)
+        if kind == "iban":
+            if not compact.startswith(DEBTOR_COUNTRY):
+                raise ValidationError(
+                    _("The account you pay from must be a Norwegian account (an IBAN starting with NO)."),
+                    code="debtor_not_norwegian",
+                )
+            return compact
+        try:
+            return kontonr.validate(compact)
+        except StdnumValidationError:
+            raise ValidationError(
+                _("This is not a valid Norwegian account number: it has 11 digits and a check digit."),
+                code="debtor_bban_invalid",
+            ) from None
+
+    def clean_creditor_account(self) -> str:
+        self._creditor_account_kind, compact = v.normalise_account_number(self.cleaned_data["creditor_account"])
+        return compact
+
+    def clean_creditor_agent(self) -> str:
+        value = self.cleaned_data["creditor_agent"]
+        return v.normalise_bic(value) if value else ""
+
+    def clean_amount(self):
+        amount = self.cleaned_data["amount"]
+        if amount is not None and amount <= 0:
+            raise ValidationError(_("The amount must be more than zero."), code="amount_not_positive")
+        return amount
+
+    def clean_requested_execution_date(self) -> date | None:
+        value = self.cleaned_data["requested_execution_date"]
+        if value is not None:
+            v.validate_execution_date(value, today=self.today)
+        return value
+
+    # --- the whole form ---------------------------------------------------------------------------------------
+    def clean(self) -> dict:
+        data = super().clean()
+        amount, currency = data.get("amount"), data.get("currency")
+        if amount is not None and currency:
+            try:
+                v.validate_amount(amount, currency)  # the currency's minor units
+            except ValidationError as exc:
+                self.add_error("amount", exc)
+                amount = None
+        # An address part that failed its own check was still given: its country is still needed.
+        address_given = any(data.get(name) or name in self.errors for name in ADDRESS_FIELDS)
+
+        def given(name: str) -> str:
+            # A field that failed its own checks counts as given: one error per field is enough.
+            return data.get(name) or "" if name not in self.errors else "invalid"
+
+        errors, self.reporting_requirement = cross_field_errors(
+            amount=amount,
+            currency=currency,
+            creditor_account_kind=self._creditor_account_kind if "creditor_account" not in self.errors else None,
+            creditor_agent=given("creditor_agent"),
+            address_parts_given=address_given,
+            creditor_country=given("creditor_country"),
+            regulatory_reporting_code=given("regulatory_reporting_code"),
+            regulatory_reporting_information=given("regulatory_reporting_information"),
+            on_date=self.today,
+        )
+        for field, field_errors in errors.items():
+            for error in field_errors:
+                self.add_error(field, error)
+        return data
+
+    # --- what the bank receives ---------------------------------------------------------------------------------
+    def instruction(self) -> PaymentInstruction:
+        """The validated payment (call after ``is_valid()`` returned True)."""
+        if not self.is_valid():
+            raise ValueError("the form has errors: there is no instruction to send")
+        data = self.cleaned_data
+        if self.debtor_accounts is not None:
+            debtor = self.debtor_accounts[data["debtor_account"]].reference()
+        else:
+            number = data["debtor_account"]
+            currency = data["debtor_account_currency"]
+            debtor = (
+                AccountReference(currency=currency, iban=number)
+                if v.looks_like_iban(number)
+                else AccountReference(currency=currency, bban=number)
+            )
+        creditor_currency = data["creditor_account_currency"] or data["currency"]
+        creditor = (
+            AccountReference(currency=creditor_currency, iban=data["creditor_account"])
+            if self._creditor_account_kind == "iban"
+            else AccountReference(currency=creditor_currency, bban=data["creditor_account"])
+        )
+        address = None
+        if data["creditor_country"]:
+            address = CreditorAddress(
+                country=data["creditor_country"],
+                street=data["creditor_street"],
+                building_number=data["creditor_building_number"],
+                postal_code=data["creditor_postal_code"],
+                city=data["creditor_city"],
+            )
+        return PaymentInstruction(
+            debtor_account=debtor,
+            amount=data["amount"],
+            currency=data["currency"],
+            creditor_name=data["creditor_name"],
+            creditor_account=creditor,
+            creditor_agent=data["creditor_agent"],
+            creditor_address=address,
+            remittance_information=data["remittance_information"],
+            purpose_code=data["purpose_code"],
+            requested_execution_date=data["requested_execution_date"],
+            regulatory_reporting_code=data["regulatory_reporting_code"],
+            regulatory_reporting_information=data["regulatory_reporting_information"],
+        )
+
+    def bank_body(self) -> dict:
+        """The exact JSON body of spec 2.1 the bank will receive (shown on the review page)."""
+        return initiation_body(self.instruction())
+
+    def bank_body_json(self) -> bytes:
+        """The exact bytes of that body, as sent and digested."""
+        return initiation_body_json(self.instruction())

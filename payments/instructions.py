@@ -1,0 +1,346 @@
+"""A cross-border payment instruction, its validation as a whole, and the exact JSON body of spec 2.1.
+
+``PaymentInstruction`` is what the user asked for, already normalised (compact IBAN, upper-case BIC, stripped
+texts). ``initiation_body`` turns it into the body the bank receives, and ``initiation_body_json`` into the
+exact bytes; the review page shows that body, and the bank client sends those bytes. ``validate_instruction``
+checks every rule of spec 2.1-2.6 and 8 for callers that do not go through the form (services, imports);
+the form uses the same per-field validators and ``cross_field_errors``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+
+from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
+
+from payments import validators as v
+from payments.selectors import ReportingReason, ReportingRequirement, regulatory_reporting_requirement
+from tpp_portal.money import minor_units
+
+
+@dataclass(frozen=True)
+class AccountReference:
+    """spec 2.3: either an IBAN or a BBAN, and the account's currency."""
+
+    currency: str
+    iban: str = ""
+    bban: str = ""
+
+    def __post_init__(self) -> None:
+        if bool(self.iban) == bool(self.bban):
+            raise ValueError("an account reference has exactly one of iban and bban")
+
+    def as_json(self) -> dict[str, str]:
+        return (
+            {"iban": self.iban, "currency": self.currency}
+            if self.iban
+            else {"bban": self.bban, "currency": self.currency}
+        )
+
+
+@dataclass(frozen=True)
+class CreditorAddress:
+    """spec 2.4: country is required inside the object; empty parts are left out of the body."""
+
+    country: str
+    street: str = ""
+    building_number: str = ""
+    postal_code: str = ""
+    city: str = ""
+
+    def as_json(self) -> dict[str, str]:
+        body = {
+            "street": self.street,
+            "buildingNumber": self.building_number,
+            "postalCode": self.postal_code,
+            "city": self.city,
+            "country": self.country,
+        }
+        return {key: value for key, value in body.items() if value}
+
+
+@dataclass(frozen=True)
+class PaymentInstruction:
+    debtor_account: AccountReference
+    amount: Decimal
+    currency: str
+    creditor_name: str
+    creditor_account: AccountReference
+    creditor_agent: str = ""
+    creditor_address: CreditorAddress | None = None
+    remittance_information: str = ""
+    purpose_code: str = ""
+    requested_execution_date: date | None = None
+    regulatory_reporting_code: str = ""
+    regulatory_reporting_information: str = ""
+
+
+def format_amount(amount: Decimal, currency: str) -> str:
+    """``amount`` as a decimal string with exactly the currency's ISO 4217 minor-unit digits: never rounds.
+
+    100 EUR -> "100.00", 100.5 EUR -> "100.50", 1500 JPY -> "1500", 1.5 KWD -> "1.500".
+    Raises ValueError when the amount has more fraction digits than the currency (validate first).
+    """
+    if not isinstance(amount, Decimal):
+        raise TypeError("amounts are Decimal")
+    quantum = Decimal(1).scaleb(-minor_units(currency))
+    quantised = amount.quantize(quantum)
+    if quantised != amount:
+        raise ValueError(f"{amount} has more fraction digits than {currency} allows")
+    return f"{quantised:f}"
+
+
+def initiation_body(instruction: PaymentInstruction) -> dict:
+    """The JSON body of spec 2.1, keys in the spec's order, optional fields left out when empty."""
+    body: dict = {
+        "instructedAmount": {
+            "amount": format_amount(instruction.amount, instruction.currency),
+            "currency": instruction.currency,
+        },
+        "creditorName": instruction.creditor_name,
+    }
+    if instruction.creditor_agent:
+        body["creditorAgent"] = instruction.creditor_agent
+    body["creditorAccount"] = instruction.creditor_account.as_json()
+    if instruction.creditor_address is not None:
+        body["creditorAddress"] = instruction.creditor_address.as_json()
+    body["debtorAccount"] = instruction.debtor_account.as_json()
+    if instruction.remittance_information:
+        body["remittanceInformationUnstructured"] = instruction.remittance_information
+    if instruction.purpose_code:
+        body["purposeCode"] = instruction.purpose_code
+    if instruction.requested_execution_date is not None:
+        body["requestedExecutionDate"] = instruction.requested_execution_date.isoformat()
+    if instruction.regulatory_reporting_code:
+        body["regulatoryReportingCode"] = instruction.regulatory_reporting_code
+    if instruction.regulatory_reporting_information:
+        body["regulatoryReportingInformation"] = instruction.regulatory_reporting_information
+    return body
+
+
+def initiation_body_json(instruction: PaymentInstruction) -> bytes:
+    """The exact bytes to send (and to digest): compact UTF-8 JSON, non-ASCII characters as themselves."""
+    return json.dumps(initiation_body(instruction), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+# The bank's field paths (tppMessages[].path) and the form fields they belong to, so the bank's messages can
+# be shown beside the field they name.
+BANK_PATH_TO_FIELD: dict[str, str] = {
+    "instructedAmount": "amount",
+    "instructedAmount.amount": "amount",
+    "instructedAmount.currency": "currency",
+    "creditorName": "creditor_name",
+    "creditorAgent": "creditor_agent",
+    "creditorAccount": "creditor_account",
+    "creditorAccount.iban": "creditor_account",
+    "creditorAccount.bban": "creditor_account",
+    "creditorAccount.currency": "creditor_account_currency",
+    "creditorAddress.street": "creditor_street",
+    "creditorAddress.buildingNumber": "creditor_building_number",
+    "creditorAddress.postalCode": "creditor_postal_code",
+    "creditorAddress.city": "creditor_city",
+    "creditorAddress.country": "creditor_country",
+    "debtorAccount": "debtor_account",
+    "debtorAccount.iban": "debtor_account",
+    "debtorAccount.bban": "debtor_account",
+    "debtorAccount.currency": "debtor_account",
+    "remittanceInformationUnstructured": "remittance_information",
+    "purposeCode": "purpose_code",
+    "requestedExecutionDate": "requested_execution_date",
+    "regulatoryReportingCode": "regulatory_reporting_code",
+    "regulatoryReportingInformation": "regulatory_reporting_information",
+}
+
+ADDRESS_FIELDS = ("creditor_street", "creditor_building_number", "creditor_postal_code", "creditor_city")
+
+
+def cross_field_errors(
+    *,
+    amount: Decimal | None,
+    currency: str | None,
+    creditor_account_kind: str | None,
+    creditor_agent: str,
+    address_parts_given: bool,
+    creditor_country: str,
+    regulatory_reporting_code: str,
+    regulatory_reporting_information: str,
+    on_date: date,
+    requirement: Callable[..., ReportingRequirement] = regulatory_reporting_requirement,
+) -> tuple[dict[str, list[ValidationError]], ReportingRequirement | None]:
+    """Rules that involve more than one field, as {field: [errors]}, and the reporting decision when known.
+
+    - A BBAN names an account only within its country's system: the bank needs the creditor's BIC with it.
+    - An address needs its country (spec 2.4: required inside the object).
+    - Regulatory code and information: both are required from the threshold (with the margin for other
+      currencies, see payments.selectors.regulatory_reporting_requirement); below it, give both or neither.
+    """
+    errors: dict[str, list[ValidationError]] = {}
+    if creditor_account_kind == "bban" and not creditor_agent:
+        errors.setdefault("creditor_agent", []).append(
+            ValidationError(
+                _(
+                    "For a domestic account number (not an IBAN), enter the BIC (SWIFT code) of the "
+                    "recipient's bank."
+                ),
+                code="bban_requires_agent",
+            )
+        )
+    if address_parts_given and not creditor_country:
+        errors.setdefault("creditor_country", []).append(
+            ValidationError(_("Choose the country of the recipient's address."), code="address_country_required")
+        )
+    decision = None
+    if amount is not None and currency:
+        decision = requirement(amount=amount, currency=currency, on_date=on_date)
+        if decision.required:
+            if not regulatory_reporting_code:
+                errors.setdefault("regulatory_reporting_code", []).append(
+                    _reporting_error(decision, "regulatory_code_required")
+                )
+            if not regulatory_reporting_information:
+                errors.setdefault("regulatory_reporting_information", []).append(
+                    _reporting_error(decision, "regulatory_information_required")
+                )
+    if decision is None or not decision.required:
+        if regulatory_reporting_code and not regulatory_reporting_information:
+            errors.setdefault("regulatory_reporting_information", []).append(
+                ValidationError(
+                    _("Describe the purpose of the payment, or leave the payment type code empty."),
+                    code="regulatory_information_missing",
+                )
+            )
+        if regulatory_reporting_information and not regulatory_reporting_code:
+            errors.setdefault("regulatory_reporting_code", []).append(
+                ValidationError(
+                    _("Choose the payment type code, or leave the description empty."),
+                    code="regulatory_code_missing",
+                )
+            )
+    return errors, decision
+
+
+def _nok(value: Decimal) -> str:
+    return f"{value:,.0f}".replace(",", " ")
+
+
+def _reporting_error(decision: ReportingRequirement, code: str) -> ValidationError:
+    params = {"threshold": _nok(decision.threshold_nok)}
+    if decision.reason in (ReportingReason.NO_RATE, ReportingReason.STALE_RATE):
+        message = _(
+            "Payments abroad of %(threshold)s NOK or more must be reported to the tax authority. We have no "
+            "recent exchange rate for this currency to tell, so please give the payment type and its purpose."
+        )
+    elif decision.reason == ReportingReason.EQUIVALENT_NEAR_OR_ABOVE and decision.equivalent is not None:
+        message = _(
+            "Payments abroad of %(threshold)s NOK or more must be reported to the tax authority. This amount "
+            "is about %(nok)s NOK, and the bank converts at its own rate, so please give the payment type and "
+            "its purpose."
+        )
+        params["nok"] = _nok(decision.equivalent.amount_nok)
+    else:
+        message = _(
+            "Payments abroad of %(threshold)s NOK or more must be reported to the tax authority: please give "
+            "the payment type and its purpose."
+        )
+    return ValidationError(message, code=code, params=params)
+
+
+def validate_instruction(instruction: PaymentInstruction, *, today: date | None = None) -> ReportingRequirement:
+    """Check every rule of spec 2.1-2.6 and 8; raise ValidationError({field: [...]}) naming each failure.
+
+    Returns the regulatory reporting decision. For callers outside the form (the form applies the same
+    validators field by field).
+    """
+    today = today or v.oslo_today()
+    errors: dict[str, list[ValidationError]] = {}
+
+    def check(field: str, func: Callable, *args, **kwargs) -> None:
+        try:
+            func(*args, **kwargs)
+        except ValidationError as exc:
+            errors.setdefault(field, []).extend(exc.error_list)
+
+    check("currency", v.validate_currency, instruction.currency)
+    if "currency" not in errors:
+        check("amount", v.validate_amount, instruction.amount, instruction.currency)
+    check("creditor_name", v.validate_creditor_name, instruction.creditor_name)
+    for field, account in (
+        ("debtor_account", instruction.debtor_account),
+        ("creditor_account", instruction.creditor_account),
+    ):
+        if account.iban:
+            check(field, _require_canonical, v.normalise_iban, account.iban)
+        else:
+            check(field, _require_canonical, v.normalise_bban, account.bban)
+        check(field, v.validate_currency, account.currency)
+    if instruction.creditor_agent:
+        check("creditor_agent", _require_canonical, v.normalise_bic, instruction.creditor_agent)
+    address = instruction.creditor_address
+    if address is not None:
+        check("creditor_country", v.validate_country, address.country)
+        check("creditor_street", v.validate_street, address.street)
+        check(
+            "creditor_building_number",
+            v.validate_text,
+            address.building_number,
+            max_length=v.Limits.BUILDING_NUMBER_MAX,
+        )
+        check("creditor_postal_code", v.validate_text, address.postal_code, max_length=v.Limits.POSTAL_CODE_MAX)
+        check("creditor_city", v.validate_text, address.city, max_length=v.Limits.CITY_MAX)
+    if instruction.remittance_information:
+        check("remittance_information", v.validate_remittance_information, instruction.remittance_information)
+    if instruction.purpose_code:
+        check("purpose_code", v.validate_purpose_code, instruction.purpose_code)
+    if instruction.requested_execution_date is not None:
+        check(
+            "requested_execution_date",
+            v.validate_execution_date,
+            instruction.requested_execution_date,
+            today=today,
+        )
+    if instruction.regulatory_reporting_code:
+        check(
+            "regulatory_reporting_code",
+            v.validate_regulatory_reporting_code,
+            instruction.regulatory_reporting_code,
+        )
+    if instruction.regulatory_reporting_information:
+        check(
+            "regulatory_reporting_information",
+            v.validate_regulatory_reporting_information,
+            instruction.regulatory_reporting_information,
+        )
+    amount_ok = "amount" not in errors and "currency" not in errors
+    more, decision = cross_field_errors(
+        amount=instruction.amount if amount_ok else None,
+        currency=instruction.currency if amount_ok else None,
+        creditor_account_kind="iban" if instruction.creditor_account.iban else "bban",
+        creditor_agent=instruction.creditor_agent,
+        address_parts_given=address is not None,
+        creditor_country=address.country if address is not None else "",
+        regulatory_reporting_code=instruction.regulatory_reporting_code,
+        regulatory_reporting_information=instruction.regulatory_reporting_information,
+        on_date=today,
+    )
+    for field, field_errors in more.items():
+        errors.setdefault(field, []).extend(field_errors)
+    if errors:
+        raise ValidationError(errors)
+    assert decision is not None
+    return decision
+
+
+def _require_canonical(normalise: Callable[[str], str], value: str) -> None:
+    """The value is valid and already in its canonical form (what the bank will receive)."""
+    canonical = normalise(value)
+    if canonical != value:
+        raise ValidationError(
+            _("Give this value in its compact form: %(canonical)s."),
+            code="not_canonical",
+            params={"canonical": canonical},
+        )
