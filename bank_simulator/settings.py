@@ -18,6 +18,26 @@ def _read(name: str, default: str) -> str:
     return env.str(name, default=default) or default
 
 
+def _flag(name: str, default: bool) -> bool:
+    raw = _read(name, "true" if default else "false").strip().lower()
+    if raw in {"1", "true", "yes", "on"}:
+        return True
+    if raw in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}: expected true or false, got {raw!r}")
+
+
+def _int(name: str, default: int, *, minimum: int = 0) -> int:
+    raw = _read(name, str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}: expected a whole number, got {raw!r}") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name}: must be at least {minimum}, got {value}")
+    return value
+
+
 VAR_DIR = Path(_read("VAR_DIR", str(BASE_DIR / "var")))
 PKI_DIR = VAR_DIR / "pki"
 
@@ -44,6 +64,10 @@ except Exception as exc:  # django-environ raises several types for malformed UR
     raise ImproperlyConfigured(f"BANK_SIM_DATABASE_URL: malformed database URL ({exc})") from exc
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
+# Keep database connections between requests (each gunicorn thread holds one): opening one per request
+# costs more than the balance read itself.
+DATABASES["default"]["CONN_MAX_AGE"] = _int("BANK_SIM_CONN_MAX_AGE", 300)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 BANK_SIM_TRUSTED_CAS = [
@@ -54,6 +78,30 @@ for _ca in BANK_SIM_TRUSTED_CAS:
         raise ImproperlyConfigured(
             f"BANK_SIM_TRUSTED_CAS: no such file {str(_ca)!r} (run `make certs` for the development CA)"
         )
+
+
+# The sandbox mock-data endpoints (/v1/sandbox/...). Off: they answer 404, as in production.
+BANK_SIM_SANDBOX = _flag("BANK_SIM_SANDBOX", True)
+# Reproduce the production known issue of spec section 4: with bookingStatus both or pending, every pending
+# transaction is returned, whatever dateFrom, dateTo and limit say (account transactions only, not cards).
+BANK_SIM_KNOWN_ISSUE_PENDING_UNFILTERED = _flag("BANK_SIM_KNOWN_ISSUE_PENDING_UNFILTERED", False)
+# Seed of the generated transaction history (sandbox_initialize); same seed and same day, same history.
+BANK_SIM_SEED = _read("BANK_SIM_SEED", "sandkasse-2024")
+# Allowed deviation of the Date request header from the bank's (real) clock, in seconds (spec section 8).
+BANK_SIM_DATE_TOLERANCE = _int("BANK_SIM_DATE_TOLERANCE", 60)
+# How long a started SCA redirect stays usable before it fails with SCA_EXPIRED, in seconds.
+BANK_SIM_SCA_TTL = _int("BANK_SIM_SCA_TTL", 900, minimum=1)
+# Response signing with the bank's seal (spec 5.2 "responses may be signed"). Both files or neither.
+BANK_SIM_SIGN_RESPONSES = _flag("BANK_SIM_SIGN_RESPONSES", False)
+BANK_SIM_SIGNING_CERT = Path(_read("BANK_SIM_SIGNING_CERT", str(PKI_DIR / "bank-signing.pem")))
+BANK_SIM_SIGNING_KEY = Path(_read("BANK_SIM_SIGNING_KEY", str(PKI_DIR / "bank-signing.key")))
+if BANK_SIM_SIGN_RESPONSES:
+    for _name, _file in (
+        ("BANK_SIM_SIGNING_CERT", BANK_SIM_SIGNING_CERT),
+        ("BANK_SIM_SIGNING_KEY", BANK_SIM_SIGNING_KEY),
+    ):
+        if not _file.is_file():
+            raise ImproperlyConfigured(f"{_name}: no such file {str(_file)!r} (needed by BANK_SIM_SIGN_RESPONSES)")
 
 INSTALLED_APPS = [
     "django.contrib.contenttypes",
@@ -87,3 +135,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": _read("LOG_LEVEL", "INFO")},
 }
+APPEND_SLASH = False  # the API has exact paths; a redirect would be an answer outside the OpenAPI document
+CSRF_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SAMESITE = "Lax"
+CSRF_FAILURE_VIEW = "bank_simulator.views.sca.csrf_failure"

@@ -2,13 +2,20 @@
 
 django-axes needs the request when a password is checked, so sign users in with ``client.force_login`` (or the
 ``*_client`` fixtures here), never ``client.login``.
+
+The sandbox bank's tests run from this tree too, with their own settings and no ``django.contrib.auth``:
+the user factories are therefore imported inside the fixtures, never at the top of this module.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.factories import DEFAULT_PASSWORD, UserFactory
+
+def _users():
+    from tests import factories
+
+    return factories
 
 
 @pytest.fixture(autouse=True)
@@ -20,25 +27,25 @@ def _fast_password_hashing(settings):
 @pytest.fixture
 def password() -> str:
     """The password of alice, bob and charlie."""
-    return DEFAULT_PASSWORD
+    return _users().DEFAULT_PASSWORD
 
 
 @pytest.fixture
 def alice(db):
     """The owner of the objects under test."""
-    return UserFactory(email="alice@example.com")
+    return _users().UserFactory(email="alice@example.com")
 
 
 @pytest.fixture
 def bob(db):
     """Another customer, who must never see alice's objects."""
-    return UserFactory(email="bob@example.com")
+    return _users().UserFactory(email="bob@example.com")
 
 
 @pytest.fixture
 def charlie(db):
     """Staff: uses the admin, and gets no special access to customers' pages."""
-    return UserFactory(email="charlie@example.com", is_staff=True)
+    return _users().UserFactory(email="charlie@example.com", is_staff=True)
 
 
 def _client_for(client, user):

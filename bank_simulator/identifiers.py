@@ -1,0 +1,56 @@
+"""Identifiers as the bank forms them: opaque resource ids, Norwegian account numbers, IBANs and KIDs."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import uuid
+
+from stdnum import iban as stdnum_iban
+from stdnum import luhn
+
+BANK_CODE = "9710"  # the sandbox bank's registry number (first four digits of its account numbers)
+BIC = "SANDNOKKXXX"
+_NAMESPACE = uuid.UUID("6f1d6c4e-2b8e-4f0a-9f57-1c0d7e3b5a21")
+
+
+def opaque_id(*parts: object) -> str:
+    """A stable opaque id like the bank's (``enc!!...=``): deterministic from ``parts``, URL-path safe."""
+    digest = hashlib.sha256("|".join(str(p) for p in parts).encode("utf-8")).digest()
+    return "enc!!" + base64.urlsafe_b64encode(digest[:16]).decode("ascii")
+
+
+def stable_uuid(*parts: object) -> uuid.UUID:
+    return uuid.uuid5(_NAMESPACE, "|".join(str(p) for p in parts))
+
+
+def _mod11(digits: str) -> int | None:
+    weights = (5, 4, 3, 2, 7, 6, 5, 4, 3, 2)
+    remainder = sum(int(d) * w for d, w in zip(digits, weights, strict=True)) % 11
+    check = 11 - remainder
+    if check == 11:
+        return 0
+    if check == 10:
+        return None
+    return check
+
+
+def norwegian_bban(*parts: object, bank_code: str = BANK_CODE) -> str:
+    """An 11-digit Norwegian account number with a valid MOD11 check digit, deterministic from ``parts``."""
+    counter = 0
+    while True:
+        digest = hashlib.sha256("|".join(str(p) for p in (*parts, counter)).encode("utf-8")).hexdigest()
+        body = bank_code + str(int(digest, 16))[:6]
+        check = _mod11(body)
+        if check is not None:
+            return body + str(check)
+        counter += 1
+
+
+def norwegian_iban(bban: str) -> str:
+    return "NO" + stdnum_iban.calc_check_digits("NO00" + bban) + bban
+
+
+def kid(reference: str) -> str:
+    """A KID (customer reference on Norwegian invoices) with its MOD10 (Luhn) check digit."""
+    return reference + luhn.calc_check_digit(reference)

@@ -1,0 +1,180 @@
+"""The SCA screens the PSU's browser sees at scaRedirect (spec sections 1, 5.7 and 6).
+
+Steps: the mocked national identity number (the customer's customerNumber), then the context (PRIVATE, or
+CORPORATE with a choice of agreement), then the purpose's review screen (for a consent: the accounts, already
+shared ones pre-selected). Approve or cancel, then a redirect to TPP-Redirect-URI. A finished SCA cannot be used
+again; an unknown state shows an error page and redirects nowhere.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.views.decorators.csrf import csrf_protect
+from django.views.decorators.http import require_http_methods
+
+from bank_simulator import clock, selectors, services
+from bank_simulator.models import AgreementContext, Customer, ScaSession, ScaStatus
+from bank_simulator.sca_purposes import PURPOSES, PurposeInputError
+from bank_simulator.services import DomainError
+
+MAX_IDENTITY_ATTEMPTS = 3
+SYSTEM = "SANDBOX-SCA"
+_IDENTITY = re.compile(r"^\d{9,11}$")
+
+
+def _redirect(uri: str, params: dict[str, str]) -> HttpResponseRedirect:
+    parts = urlsplit(uri)
+    query = parse_qsl(parts.query, keep_blank_values=True) + list(params.items())
+    return HttpResponseRedirect(urlunsplit(parts._replace(query=urlencode(query))))
+
+
+def _fail(session: ScaSession, *, status: int, code: str, message: str) -> HttpResponse:
+    try:
+        services.sca_fail(session=session, code=code, now=clock.now())
+    except DomainError:
+        return _page(None, "This authentication has already been completed.", status=409)
+    return _redirect(
+        session.redirect_uri, {"system": SYSTEM, "status": str(status), "code": code, "message": message}
+    )
+
+
+def _page(request: HttpRequest | None, message: str, *, status: int) -> HttpResponse:
+    return render(request, "bank_simulator/sca/message.html", {"message": message}, status=status)
+
+
+def _screen(request: HttpRequest, session: ScaSession, template: str, **context: object) -> HttpResponse:
+    handler = PURPOSES[session.purpose]
+    return render(
+        request,
+        template,
+        {"session": session, "purpose_title": handler.title, "action": request.get_full_path(), **context},
+        status=400 if context.get("error") else 200,
+    )
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    return _page(
+        request, "The form expired or was not sent from this page; start again from the provider.", status=403
+    )
+
+
+@csrf_protect
+@require_http_methods(["GET", "POST"])
+def authorize(request: HttpRequest) -> HttpResponse:
+    token = request.GET.get("state", "")
+    session = (
+        ScaSession.objects.select_related(
+            "customer", "agreement", "requested_psu__customer", "requested_agreement"
+        )
+        .filter(token=token)
+        .first()
+        if token
+        else None
+    )
+    if session is None:
+        return _page(
+            request, "Unknown authentication request (SCA_NOT_FOUND). Start again from the provider.", status=404
+        )
+    if session.status in (ScaStatus.FINALISED, ScaStatus.FAILED):
+        return _page(
+            request,
+            "This authentication has already been completed and cannot be used again (SCA_INVALID).",
+            status=409,
+        )
+    now = clock.now()
+    if now > session.expires_at:
+        return _fail(session, status=401, code="SCA_EXPIRED", message="The authentication expired.")
+    if request.method == "POST" and request.POST.get("action") == "cancel":
+        return _fail(session, status=401, code="SCA_INVALID", message="The PSU cancelled the authentication.")
+    try:
+        if session.status == ScaStatus.STARTED:
+            return _identify(request, session)
+        if session.status == ScaStatus.IDENTIFIED:
+            return _choose_context(request, session)
+        return _review(request, session, now)
+    except DomainError:  # a concurrent request moved the SCA on
+        return _page(request, "This authentication has already moved on; use the newest page.", status=409)
+
+
+def _identify(request: HttpRequest, session: ScaSession) -> HttpResponse:
+    template = "bank_simulator/sca/identify.html"
+    if request.method != "POST":
+        return _screen(request, session, template)
+    number = request.POST.get("identity", "").strip()
+    customer = Customer.objects.filter(customer_number=number).first() if _IDENTITY.match(number) else None
+    expected = session.requested_psu.customer if session.requested_psu else None
+    if customer is None or (expected is not None and customer != expected):
+        attempts = services.sca_record_failed_attempt(session=session)
+        if attempts >= MAX_IDENTITY_ATTEMPTS:
+            return _fail(
+                session, status=401, code="PSU_CREDENTIALS_INVALID", message="Unknown national identity number."
+            )
+        error = (
+            "The identity number does not belong to the user the provider named."
+            if customer is not None
+            else "Unknown national identity number."
+        )
+        return _screen(
+            request,
+            session,
+            template,
+            error=error,
+            identity=number,
+            attempts_left=MAX_IDENTITY_ATTEMPTS - attempts,
+        )
+    services.sca_identify(session=session, customer=customer)
+    return _choose_context(request, session, fresh=True)
+
+
+def _choose_context(request: HttpRequest, session: ScaSession, *, fresh: bool = False) -> HttpResponse:
+    assert session.customer is not None
+    options = selectors.agreements_usable_by(customer=session.customer)
+    if not options:
+        return _fail(session, status=403, code="FORBIDDEN", message="The customer has no agreement with the bank.")
+    template = "bank_simulator/sca/context.html"
+    if request.method != "POST" or fresh:
+        selected = None
+        if session.requested_agreement in options:
+            selected = session.requested_agreement
+        elif session.requested_context == AgreementContext.PRIVATE:
+            selected = next((a for a in options if a.context == AgreementContext.PRIVATE), None)
+        return _screen(request, session, template, options=options, selected=selected or options[0])
+    chosen = request.POST.get("agreement", "")
+    agreement = next((a for a in options if str(a.agreement_id) == chosen), None)
+    if agreement is None:
+        return _screen(
+            request,
+            session,
+            template,
+            options=options,
+            selected=options[0],
+            error="Choose one of the listed contexts.",
+        )
+    services.sca_choose_context(session=session, agreement=agreement)
+    handler = PURPOSES[session.purpose]
+    return _screen(request, session, handler.template, **handler.review_context(session))
+
+
+def _review(request: HttpRequest, session: ScaSession, now: dt.datetime) -> HttpResponse:
+    handler = PURPOSES[session.purpose]
+    if request.method != "POST" or request.POST.get("action") != "approve":
+        return _screen(request, session, handler.template, **handler.review_context(session))
+    try:
+        with transaction.atomic():  # the approval and the end of the SCA stand or fall together
+            approval = handler.approve(session, request.POST, now)
+            services.sca_finalise(session=session, psu=approval.psu, now=now, consent=approval.consent)
+    except PurposeInputError as error:
+        return _screen(request, session, handler.template, error=str(error), **handler.review_context(session))
+    assert session.agreement is not None
+    params = {"psu-id": str(approval.psu.psu_id)}
+    if session.agreement.context == AgreementContext.CORPORATE:
+        params["psu-corporate-id"] = str(session.agreement.agreement_id)
+    params["tpp-session-id"] = session.tpp_session_id
+    params["context"] = session.agreement.context
+    return _redirect(session.redirect_uri, params)
