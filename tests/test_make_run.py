@@ -1,0 +1,109 @@
+"""`make run` on embedded defaults: four processes, both /healthz 200, a signed request accepted by the bank."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import requests
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+from xs2a.signing import imf_fixdate, sign_request
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(url: str, deadline: float) -> requests.Response:
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            response = requests.get(url, timeout=5)
+            if response.status_code == 200:
+                return response
+        except requests.ConnectionError as exc:
+            last = exc
+        time.sleep(0.5)
+    raise AssertionError(f"{url} did not answer 200 in time ({last})")
+
+
+@pytest.fixture
+def make_run(tmp_path):
+    portal_port, bank_port = free_port(), free_port()
+    # Embedded defaults, as on a fresh machine: no DATABASE_URL, no REDIS_URL, a fresh var directory.
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL", "BANK_SIM_DATABASE_URL"}}
+    env.update(VAR_DIR=str(tmp_path / "var"), PORTAL_PORT=str(portal_port), BANK_PORT=str(bank_port))
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    log = tmp_path / "make-run.log"
+    with log.open("w") as output:
+        process = subprocess.Popen(
+            ["make", "run"], cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        yield process, portal_port, bank_port, log, tmp_path / "var"
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGINT)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def signed_get(base: str, path: str, pki: Path) -> requests.Response:
+    certificate = x509.load_pem_x509_certificate((pki / "tpp-qseal.pem").read_bytes())
+    key = load_pem_private_key((pki / "tpp-qseal.key").read_bytes(), password=None)
+    headers = {
+        "Date": imf_fixdate(datetime.now(UTC)),
+        "X-Request-ID": str(uuid.uuid4()),
+        "TPP-Redirect-URI": "http://127.0.0.1/bank/callback",
+        "Accept": "application/json",
+    }
+    signed = sign_request("GET", path, headers, None, key, certificate)
+    return requests.get(base + path, headers=signed, timeout=10)
+
+
+def test_make_run_brings_up_the_whole_product(make_run):
+    process, portal_port, bank_port, log, var_dir = make_run
+    deadline = time.monotonic() + 240  # the first run also migrates and generates the sandbox history
+    portal = wait_for(f"http://127.0.0.1:{portal_port}/healthz", deadline)
+    bank = wait_for(f"http://127.0.0.1:{bank_port}/healthz", deadline)
+    assert portal.json()["checks"] == {"database": "ok", "broker": "ok"}
+    assert bank.status_code == 200
+
+    # A request signed with the development certificate (CA with a Norwegian letter: RFC 2047 on the wire).
+    response = signed_get(f"http://127.0.0.1:{bank_port}", "/v1/sandbox/customers", var_dir / "pki")
+    assert response.status_code == 200, response.text
+    assert {c["customerNumber"] for c in response.json()} >= {"13039319955", "18129215603"}
+
+    # A worker and a beat are among the processes, and the addresses and demo logins were printed.
+    while time.monotonic() < deadline and not re.search(r"worker.*ready", log.read_text()):
+        time.sleep(0.5)
+    output = log.read_text()
+    for name in ("web", "bank", "worker", "beat"):
+        assert re.search(rf"^\S* ?{name}\.1\s+\| ", output, re.M), f"no {name} process in:\n{output[-3000:]}"
+    assert re.search(r"worker.*ready", output)
+    assert f"http://127.0.0.1:{portal_port}/" in output and f"http://127.0.0.1:{bank_port}/" in output
+    assert re.search(r"user 'demo', password '[^']{8,}'", output)
+
+    # Ctrl-C stops every process.
+    os.killpg(process.pid, signal.SIGINT)
+    assert process.wait(timeout=60) is not None
+    for port in (portal_port, bank_port):
+        with pytest.raises(requests.ConnectionError):
+            requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)

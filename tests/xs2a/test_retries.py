@@ -1,0 +1,185 @@
+"""Retries only where safe: GET on connection errors, 429/502/503/504; a payment POST is sent exactly once."""
+
+from __future__ import annotations
+
+import socket
+from decimal import Decimal
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.xs2a.server import Answer, check_signature
+from xs2a import errors, models
+from xs2a.client import RetryPolicy
+from xs2a.psu import PsuContext
+
+PSU = PsuContext(psu_id="5d1c3f53-0c3e-4c34-9b1b-5f5a8ac7c2a1", ip_address="198.51.100.7")
+BUSY = Answer(503, {"tppMessages": [{"category": "ERROR", "code": "SYSTEM_ERROR", "text": "busy"}]})
+OK = Answer(200, {"_links": {"scaRedirect": {"href": "https://bank.example/sca"}}})
+
+
+def _payment() -> models.PaymentInitiation:
+    return models.PaymentInitiation(
+        instructed_amount=models.Amount(Decimal("100000.00"), "NOK"),
+        creditor_name="Nordlys Handel AB",
+        creditor_account=models.AccountReference(iban="SE4550000000058398257466", currency="SEK"),
+        debtor_account=models.AccountReference(bban="12345678903", currency="NOK"),
+    )
+
+
+class CountingKey(rsa.RSAPrivateKey):
+    """Delegates to a real key and counts the RSA signatures made with it."""
+
+    def __init__(self, key: rsa.RSAPrivateKey) -> None:
+        self._key = key
+        self.signatures = 0
+
+    def sign(self, data, padding, algorithm):
+        self.signatures += 1
+        return self._key.sign(data, padding, algorithm)
+
+    def decrypt(self, ciphertext, padding):
+        return self._key.decrypt(ciphertext, padding)
+
+    @property
+    def key_size(self):
+        return self._key.key_size
+
+    def public_key(self):
+        return self._key.public_key()
+
+    def private_numbers(self):
+        return self._key.private_numbers()
+
+    def private_bytes(self, encoding, format, encryption_algorithm):
+        return self._key.private_bytes(encoding, format, encryption_algorithm)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def test_get_is_retried_on_503_and_re_signed_each_time(bank, make_client, sleeps, test_pki):
+    key = CountingKey(test_pki.tpp.key)
+    client = make_client(bank.base_url, signing_key=key, rng=lambda: 0.5)
+    bank.add("GET", "/v1/users", BUSY, BUSY, OK)
+
+    assert client.users().sca_redirect == "https://bank.example/sca"
+
+    assert len(bank.received) == 3
+    assert len({r.headers["x-request-id"] for r in bank.received}) == 1, "the same X-Request-ID on each attempt"
+    assert len({r.headers["date"] for r in bank.received}) == 3, "a new Date on each attempt"
+    assert len({r.headers["signature"] for r in bank.received}) == 3
+    for received in bank.received:
+        check_signature(received, test_pki.tpp.certificate)
+    assert key.signatures == 3, "one RSA signature per attempt"
+    policy = RetryPolicy()
+    assert sleeps == [0.5 * policy.backoff_base, 0.5 * policy.backoff_base * 2], "exponential, with jitter"
+
+
+def test_429_retry_after_is_honoured(bank, client, sleeps):
+    bank.add(
+        "GET",
+        "/v1/users",
+        Answer(429, {"tppMessages": [{"category": "ERROR", "code": "ACCESS_EXCEEDED"}]}, {"Retry-After": "7"}),
+        OK,
+    )
+    client.users()
+    assert sleeps == [7.0]
+    assert len(bank.received) == 2
+
+
+def test_a_retry_after_too_long_is_given_to_the_caller(bank, client, sleeps):
+    bank.add(
+        "GET",
+        "/v1/users",
+        Answer(429, {"tppMessages": [{"category": "ERROR", "code": "ACCESS_EXCEEDED"}]}, {"Retry-After": "3600"}),
+    )
+    with pytest.raises(errors.AccessExceededError) as caught:
+        client.users()
+    assert caught.value.retry_after == 3600.0
+    assert caught.value.reset_at is not None
+    assert sleeps == [] and len(bank.received) == 1
+
+
+def test_retries_are_bounded(bank, client, sleeps):
+    bank.add("GET", "/v1/users", BUSY)
+    with pytest.raises(errors.ServerError) as caught:
+        client.users()
+    assert len(bank.received) == RetryPolicy().max_attempts == 3
+    assert len(sleeps) == 2
+    assert all(0 <= s <= RetryPolicy().backoff_max for s in sleeps)
+    assert caught.value.request_id == bank.received[0].headers["x-request-id"]
+
+
+def test_4xx_is_never_retried(bank, client, sleeps):
+    bank.add(
+        "GET",
+        "/v1/users",
+        Answer(400, {"tppMessages": [{"category": "ERROR", "code": "FORMAT_ERROR", "path": "PSU-ID"}]}),
+        OK,
+    )
+    with pytest.raises(errors.FormatError):
+        client.users()
+    assert len(bank.received) == 1 and sleeps == []
+
+
+def test_a_payment_post_is_never_retried_on_503(bank, client, sleeps):
+    bank.add("POST", "/v1/payments/norwegian-cross-border-credit-transfers", BUSY, Answer(201, {}))
+    with pytest.raises(errors.ServerError):
+        client.payment_initiate(_payment(), psu=PSU)
+    assert len(bank.received) == 1 and sleeps == []
+
+
+def test_a_payment_post_that_times_out_has_an_unknown_outcome(bank, make_client, sleeps):
+    client = make_client(bank.base_url, timeout=(2.0, 0.3))
+    bank.add("POST", "/v1/payments/norwegian-cross-border-credit-transfers", Answer(201, {}, delay=1.0))
+    with pytest.raises(errors.OutcomeUnknownError) as caught:
+        client.payment_initiate(_payment(), psu=PSU, request_id="1b9e5f0c-6e8a-4c1e-a0e7-3f1c2d9a8b7c")
+    assert caught.value.request_id == "1b9e5f0c-6e8a-4c1e-a0e7-3f1c2d9a8b7c"
+    assert caught.value.status is None
+    assert len(bank.received) == 1, "sent exactly once"
+    assert bank.received[0].headers["x-request-id"] == caught.value.request_id
+    assert sleeps == []
+
+
+def test_a_payment_post_whose_connection_drops_has_an_unknown_outcome(bank, client):
+    bank.add("POST", "/v1/payments/norwegian-cross-border-credit-transfers", Answer(drop=True))
+    with pytest.raises(errors.OutcomeUnknownError):
+        client.payment_initiate(_payment(), psu=PSU)
+    assert len(bank.received) == 1
+
+
+def test_a_gateway_timeout_on_a_payment_post_is_an_unknown_outcome(bank, client):
+    bank.add("POST", "/v1/payments/norwegian-cross-border-credit-transfers", Answer(504, b""))
+    with pytest.raises(errors.OutcomeUnknownError) as caught:
+        client.payment_initiate(_payment(), psu=PSU)
+    assert caught.value.status == 504
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_refused_connection_is_a_transport_error_and_a_get_is_retried(make_client, sleeps):
+    client = make_client(f"http://127.0.0.1:{_closed_port()}")
+    with pytest.raises(errors.TransportError) as caught:
+        client.payment_initiate(_payment(), psu=PSU)
+    assert not isinstance(caught.value, errors.OutcomeUnknownError), "never sent, so the outcome is known"
+    assert sleeps == []
+    with pytest.raises(errors.TransportError):
+        client.users()
+    assert len(sleeps) == 2
+
+
+def test_a_get_timeout_is_retried_then_reported(bank, make_client, sleeps):
+    client = make_client(bank.base_url, timeout=(2.0, 0.2))
+    bank.add("GET", "/v1/users", Answer(200, {}, delay=0.6))
+    with pytest.raises(errors.TransportError) as caught:
+        client.users()
+    assert not isinstance(caught.value, errors.OutcomeUnknownError)
+    assert len(bank.received) == 3 and len(sleeps) == 2

@@ -1,0 +1,124 @@
+"""The portal's bank client, built from settings, and the audit sink that stores one BankCall per attempt.
+
+Portal code gets the client with ``bank_client()`` and says what a call is about with::
+
+    with bank_audit_context(user=request.user, obj=payment):
+        client.payment_initiate(...)
+
+Never call the bank inside ``transaction.atomic``: the audit row is written in its own autocommit statement,
+and a network call must not hold a database transaction open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import ImproperlyConfigured
+
+from xs2a.audit import AuditRecord
+from xs2a.client import ClientConfig, Xs2aClient
+from xs2a.credentials import CredentialError, load_certificate, load_private_key
+
+log = logging.getLogger(__name__)
+
+#: The path of the portal that the bank redirects the PSU back to after SCA (TPP-Redirect-URI).
+CALLBACK_PATH = "/bank/callback"
+
+
+@dataclass(frozen=True)
+class AuditContext:
+    user: Any = None
+    obj: Any = None
+
+
+_audit_context: ContextVar[AuditContext] = ContextVar("bank_audit_context", default=AuditContext())  # noqa: B039
+
+
+@contextlib.contextmanager
+def bank_audit_context(*, user: Any = None, obj: Any = None) -> Iterator[None]:
+    """Bank calls made inside are recorded as made for ``user`` and concerning ``obj`` (any saved model)."""
+    token = _audit_context.set(AuditContext(user=user, obj=obj))
+    try:
+        yield
+    finally:
+        _audit_context.reset(token)
+
+
+def record_bank_call(record: AuditRecord) -> None:
+    """The client's audit hook: one BankCall row per attempt."""
+    from tpp_portal.models import BankCall
+
+    context = _audit_context.get()
+    user = context.user if getattr(context.user, "is_authenticated", False) else None
+    obj = context.obj
+    BankCall.objects.create(
+        started_at=record.started_at,
+        method=record.method[:8],
+        path_template=record.path_template[:200],
+        request_id=record.request_id[:100],
+        attempt=record.attempt,
+        status=record.status,
+        duration_ms=max(0, round(record.duration_ms)),
+        tpp_message_codes=list(record.tpp_message_codes),
+        tpp_message_texts=list(record.tpp_message_texts),
+        psu_present=record.psu_present,
+        bytes_sent=record.bytes_sent,
+        bytes_received=record.bytes_received,
+        error=record.error or "",
+        will_retry=record.will_retry,
+        user=user,
+        content_type=ContentType.objects.get_for_model(obj) if obj is not None and obj.pk is not None else None,
+        object_id=str(obj.pk) if obj is not None and obj.pk is not None else "",
+    )
+
+
+def client_config() -> ClientConfig:
+    """The ClientConfig of the settings (BANK_*); a bad file or passphrase raises ImproperlyConfigured."""
+    try:
+        key = load_private_key(settings.BANK_SIGNING_KEY, settings.BANK_SIGNING_KEY_PASSPHRASE)
+        certificate = load_certificate(settings.BANK_SIGNING_CERT)
+        response_certificate = (
+            load_certificate(settings.BANK_RESPONSE_CERT) if settings.BANK_RESPONSE_CERT else None
+        )
+    except CredentialError as exc:
+        raise ImproperlyConfigured(f"bank signing credentials: {exc}") from None
+
+    def optional(path: Any) -> str | None:
+        return str(path) if path else None
+
+    try:
+        return ClientConfig(
+            base_url=settings.BANK_BASE_URL,
+            signing_key=key,
+            signing_certificate=certificate,
+            redirect_uri=settings.PORTAL_BASE_URL.rstrip("/") + CALLBACK_PATH,
+            ca_bundle=optional(settings.BANK_CA_BUNDLE),
+            tls_client_cert=optional(settings.BANK_TLS_CLIENT_CERT),
+            tls_client_key=optional(settings.BANK_TLS_CLIENT_KEY),
+            response_certificate=response_certificate,
+            timeout=settings.BANK_TIMEOUT,
+            accept_fix=tuple(settings.BANK_ACCEPT_FIX),
+            sign_request_target=settings.BANK_SIGN_REQUEST_TARGET,
+        )
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"bank client: {exc}") from None
+
+
+def build_bank_client() -> Xs2aClient:
+    """A new client from the settings, auditing into BankCall."""
+    return Xs2aClient(client_config(), audit_hook=record_bank_call)
+
+
+@functools.lru_cache(maxsize=1)
+def bank_client() -> Xs2aClient:
+    """The process-wide client (one pooled session per process). Tests that change settings call
+    ``bank_client.cache_clear()``."""
+    return build_bank_client()

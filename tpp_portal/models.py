@@ -1,0 +1,62 @@
+"""The portal's own tables: the audit trail of every call made to the bank."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.contenttypes.fields import GenericForeignKey
+from django.contrib.contenttypes.models import ContentType
+from django.db import models
+
+
+class BankCall(models.Model):
+    """One HTTP attempt to the bank (a retried call has one row per attempt, sharing the X-Request-ID).
+
+    Written by ``tpp_portal.bank.AuditSink`` from the client's audit hook. Never holds a PSU identifier, a
+    signature or a certificate: the client redacts them, and this table has no column for them.
+    An operators' table (admin, support): its labels are English only, so they stay out of the nb catalogue.
+    """
+
+    started_at = models.DateTimeField("started at", db_index=True)
+    method = models.CharField("method", max_length=8)
+    path_template = models.CharField(
+        "endpoint", max_length=200, help_text="Path template of the operation; ids are not recorded."
+    )
+    request_id = models.CharField("X-Request-ID", max_length=100, db_index=True)
+    attempt = models.PositiveSmallIntegerField("attempt", default=1)
+    status = models.PositiveSmallIntegerField(
+        "HTTP status", null=True, blank=True, help_text="Empty when no answer came (timeout, refused)."
+    )
+    duration_ms = models.PositiveIntegerField("duration (ms)")
+    tpp_message_codes = models.JSONField("tppMessage codes", default=list, blank=True)
+    tpp_message_texts = models.JSONField("tppMessage texts", default=list, blank=True)
+    psu_present = models.BooleanField("PSU present", help_text="PSU-IP-Address was sent.")
+    bytes_sent = models.PositiveIntegerField("bytes sent")
+    bytes_received = models.PositiveIntegerField("bytes received")
+    error = models.CharField("error", max_length=100, blank=True, help_text="Exception class, if any.")
+    will_retry = models.BooleanField("retried", default=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name="user",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="bank_calls",
+    )
+    content_type = models.ForeignKey(
+        ContentType, verbose_name="object type", null=True, blank=True, on_delete=models.SET_NULL
+    )
+    object_id = models.CharField("object id", max_length=64, blank=True)
+    concerning = GenericForeignKey("content_type", "object_id")
+
+    class Meta:
+        verbose_name = "bank call"
+        verbose_name_plural = "bank calls"
+        ordering = ["-started_at", "-id"]
+        indexes = [
+            # The object's timeline ("every bank call about this payment"), read by the status pages and admin.
+            models.Index(fields=["content_type", "object_id", "started_at"], name="bankcall_object_idx"),
+        ]
+
+    def __str__(self) -> str:
+        status = self.status if self.status is not None else "no answer"
+        return f"{self.method} {self.path_template} -> {status} ({self.request_id})"

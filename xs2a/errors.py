@@ -1,0 +1,364 @@
+"""Exceptions of the bank client, and the one function that maps an error response to its exception.
+
+Every bank error is an ``Xs2aError`` carrying the HTTP status (None when no response came), the tppMessages
+(category, code, path, text), the X-Request-ID of the call, the method and endpoint (path template), and the
+scaRedirect link when the bank gave one. Subclasses exist for what a caller acts on::
+
+    Xs2aError
+    ├── TransportError              no response (connection refused, TLS refused, timeout on a safe request)
+    │   └── OutcomeUnknownError     a non-idempotent request (payment initiation) may or may not have arrived
+    ├── ResponseSignatureError      the bank's response Signature does not verify
+    ├── UnexpectedResponseError     a success response the client cannot read (not JSON, wrong shape)
+    ├── ClientError                 4xx
+    │   ├── ScaRequiredError        the body carries a scaRedirect link: send the PSU there
+    │   ├── ConsentError            ├─ ConsentInvalidError, ConsentExpiredError, ConsentUnknownError
+    │   ├── AccessExceededError     429 / ACCESS_EXCEEDED, with the reset time when given
+    │   ├── FormatError             the request was malformed; ``field`` names the path
+    │   ├── SignatureRejectedError  the bank refused the signature or the certificate
+    │   ├── ResourceUnknownError    404 / RESOURCE_UNKNOWN / PRODUCT_UNKNOWN
+    │   └── PaymentFailedError      PAYMENT_FAILED
+    └── ServerError                 5xx (a 502/504 to a non-GET request is an OutcomeUnknownError instead)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+__all__ = [
+    "AccessExceededError",
+    "ClientError",
+    "ConsentError",
+    "ConsentExpiredError",
+    "ConsentInvalidError",
+    "ConsentUnknownError",
+    "FormatError",
+    "OutcomeUnknownError",
+    "PaymentFailedError",
+    "ResourceUnknownError",
+    "ResponseSignatureError",
+    "ScaRequiredError",
+    "ServerError",
+    "SignatureRejectedError",
+    "TppMessage",
+    "TransportError",
+    "UnexpectedResponseError",
+    "Xs2aError",
+    "error_from_response",
+    "parse_retry_after",
+    "parse_tpp_messages",
+]
+
+
+@dataclass(frozen=True)
+class TppMessage:
+    """One element of tppMessages (spec 2.7): category ERROR or WARNING, a section-7 code, path, text."""
+
+    category: str
+    code: str
+    path: str | None = None
+    text: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Any) -> TppMessage:
+        if not isinstance(data, Mapping):
+            return cls(category="ERROR", code="UNREADABLE", text=str(data)[:512])
+        return cls(
+            category=str(data.get("category") or "ERROR"),
+            code=str(data.get("code") or "UNKNOWN"),
+            path=None if data.get("path") is None else str(data["path"]),
+            text=None if data.get("text") is None else str(data["text"]),
+        )
+
+
+class Xs2aError(Exception):
+    """A call to the bank failed; everything needed to act on it and to reconcile it is attached."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        tpp_messages: Sequence[TppMessage] = (),
+        request_id: str | None = None,
+        method: str | None = None,
+        endpoint: str | None = None,
+        sca_redirect: str | None = None,
+        body: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.tpp_messages = tuple(tpp_messages)
+        self.request_id = request_id
+        self.method = method
+        self.endpoint = endpoint
+        self.sca_redirect = sca_redirect
+        self.body = body
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        return tuple(m.code for m in self.tpp_messages)
+
+    @property
+    def code(self) -> str | None:
+        """The code of the first ERROR message (or of the first message), if any."""
+        for message in self.tpp_messages:
+            if message.category.upper() == "ERROR":
+                return message.code
+        return self.tpp_messages[0].code if self.tpp_messages else None
+
+    @property
+    def path(self) -> str | None:
+        for message in self.tpp_messages:
+            if message.path:
+                return message.path
+        return None
+
+    @property
+    def text(self) -> str | None:
+        for message in self.tpp_messages:
+            if message.text:
+                return message.text
+        return None
+
+    def __str__(self) -> str:
+        parts = [self.message]
+        if self.method or self.endpoint:
+            parts.append(f"{self.method or ''} {self.endpoint or ''}".strip())
+        if self.status is not None:
+            parts.append(f"HTTP {self.status}")
+        for message in self.tpp_messages:
+            detail = message.code + (f" at {message.path}" if message.path else "")
+            parts.append(detail + (f": {message.text}" if message.text else ""))
+        if self.request_id:
+            parts.append(f"X-Request-ID {self.request_id}")
+        return " | ".join(parts)
+
+
+class TransportError(Xs2aError):
+    """No HTTP response: the connection or the TLS handshake failed, or a safe request timed out."""
+
+
+class OutcomeUnknownError(TransportError):
+    """A request that must not be repeated blindly may or may not have been processed by the bank.
+
+    Reconcile with ``request_id`` (the X-Request-ID that was sent) before trying again.
+    """
+
+
+class ResponseSignatureError(Xs2aError):
+    """The bank's response carried a Signature that does not verify against the configured certificate."""
+
+
+class UnexpectedResponseError(Xs2aError):
+    """A success response that cannot be read: not JSON, or not the shape of the operation."""
+
+
+class ClientError(Xs2aError):
+    """The bank refused the request (4xx)."""
+
+
+class ScaRequiredError(ClientError):
+    """The bank asks for strong customer authentication: send the PSU to ``sca_redirect``."""
+
+
+class ConsentError(ClientError):
+    """The consent behind an account-information request cannot be used."""
+
+
+class ConsentInvalidError(ConsentError):
+    """CONSENT_INVALID."""
+
+
+class ConsentExpiredError(ConsentError):
+    """CONSENT_EXPIRED: the PSU must give consent again."""
+
+
+class ConsentUnknownError(ConsentError):
+    """CONSENT_UNKNOWN: the consent does not exist (any more); the PSU may have revoked it at the bank."""
+
+
+class AccessExceededError(ClientError):
+    """ACCESS_EXCEEDED / 429: too many requests; ``retry_after`` and ``reset_at`` when the bank said."""
+
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, reset_at: datetime | None = None, **kw: Any
+    ) -> None:
+        super().__init__(message, **kw)
+        self.retry_after = retry_after
+        self.reset_at = reset_at
+
+
+class FormatError(ClientError):
+    """The request was malformed; ``field`` is the path the bank named (a body field or a header)."""
+
+    @property
+    def field(self) -> str | None:
+        return self.path
+
+
+class SignatureRejectedError(ClientError):
+    """The bank refused the request's Signature, Digest, Date or TPP-Signature-Certificate."""
+
+
+class ResourceUnknownError(ClientError):
+    """The addressed payment, account, transaction or product does not exist for this TPP and PSU."""
+
+
+class PaymentFailedError(ClientError):
+    """PAYMENT_FAILED: the bank refused to execute the payment."""
+
+
+class ServerError(Xs2aError):
+    """The bank failed (5xx)."""
+
+
+# --- the mapping -------------------------------------------------------------------------------------------
+
+_CONSENT = {
+    "CONSENT_INVALID": ConsentInvalidError,
+    "CONSENT_EXPIRED": ConsentExpiredError,
+    "CONSENT_UNKNOWN": ConsentUnknownError,
+}
+_FORMAT_CODES = frozenset(
+    {
+        "FORMAT_ERROR",
+        "HTTP_HEADER_REQUIRED",
+        "QUERY_PARAMETER_REQUIRED",
+        "PARAMETER_NOT_CONSISTENT",
+        "PARAMETER_NOT_SUPPORTED",
+        "EXECUTION_DATE_INVALID",
+        "KID_MISSING",
+        "KID_INVALID",
+        "PERIOD_INVALID",
+        "TIMESTAMP_INVALID",
+    }
+)
+_UNKNOWN_CODES = frozenset({"RESOURCE_UNKNOWN", "NOT_FOUND", "PRODUCT_UNKNOWN"})
+# Headers whose rejection means the signature or the certificate was refused (the bank answers 400 for these).
+_SIGNATURE_PATHS = frozenset({"signature", "tpp-signature-certificate", "digest", "date"})
+
+
+def _is_signature_message(message: TppMessage) -> bool:
+    code = message.code.upper()
+    if code.startswith(("SIGNATURE_", "CERTIFICATE_")):
+        return True
+    return (message.path or "").strip().lower() in _SIGNATURE_PATHS
+
+
+def parse_retry_after(value: str | None, *, now: datetime | None = None) -> tuple[float | None, datetime | None]:
+    """Retry-After as (seconds from now, moment); (None, None) when absent or unreadable."""
+    if not value:
+        return None, None
+    now = now or datetime.now(UTC)
+    text = value.strip()
+    if text.isdigit():
+        seconds = float(int(text))
+        return seconds, now + timedelta(seconds=seconds)
+    try:
+        moment = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None, None
+    if moment is None or moment.tzinfo is None:
+        return None, None
+    return max(0.0, (moment - now).total_seconds()), moment.astimezone(UTC)
+
+
+def _decode(body: bytes | str | Mapping[str, Any] | None) -> Any:
+    if body is None or isinstance(body, Mapping | list):
+        return body
+    if isinstance(body, bytes):
+        try:
+            body = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    try:
+        return json.loads(body, parse_float=Decimal)
+    except (ValueError, RecursionError):
+        return None
+
+
+def parse_tpp_messages(data: Any) -> tuple[TppMessage, ...]:
+    if not isinstance(data, Mapping):
+        return ()
+    raw = data.get("tppMessages")
+    if not isinstance(raw, list):
+        return ()
+    return tuple(TppMessage.from_json(item) for item in raw)
+
+
+def _sca_redirect(data: Any) -> str | None:
+    if not isinstance(data, Mapping):
+        return None
+    links = data.get("_links")
+    if not isinstance(links, Mapping):
+        return None
+    link = links.get("scaRedirect")
+    if isinstance(link, Mapping) and isinstance(link.get("href"), str):
+        return link["href"]
+    if isinstance(link, str):
+        return link
+    return None
+
+
+def error_from_response(
+    *,
+    status: int,
+    body: bytes | str | Mapping[str, Any] | None,
+    headers: Mapping[str, str] | None = None,
+    request_id: str | None = None,
+    method: str | None = None,
+    endpoint: str | None = None,
+    now: datetime | None = None,
+) -> Xs2aError:
+    """The exception for an error response (status 300 and above). The one place that decides the class."""
+    data = _decode(body)
+    messages = parse_tpp_messages(data)
+    codes = {m.code.upper() for m in messages}
+    sca_redirect = _sca_redirect(data)
+    lowered = {k.lower(): v for k, v in (headers or {}).items()}
+    common: dict[str, Any] = {
+        "status": status,
+        "tpp_messages": messages,
+        "request_id": request_id,
+        "method": method,
+        "endpoint": endpoint,
+        "sca_redirect": sca_redirect,
+        "body": data,
+    }
+    first = next(iter(messages), None)
+    summary = (first.text or first.code) if first else f"HTTP {status}"
+
+    if status >= 500:
+        if (method or "").upper() not in {"GET", "HEAD"} and status in {502, 504}:
+            return OutcomeUnknownError(
+                f"the bank's gateway answered {status}: the request may or may not have been processed", **common
+            )
+        return ServerError(f"the bank failed: {summary}", **common)
+    if status < 400:
+        return UnexpectedResponseError(f"unexpected HTTP {status} (redirects are not followed)", **common)
+    if any(_is_signature_message(m) for m in messages):
+        return SignatureRejectedError(f"the bank refused the signature or certificate: {summary}", **common)
+    if status == 429 or "ACCESS_EXCEEDED" in codes:
+        retry_after, reset_at = parse_retry_after(lowered.get("retry-after"), now=now)
+        return AccessExceededError(
+            f"access exceeded: {summary}", retry_after=retry_after, reset_at=reset_at, **common
+        )
+    if sca_redirect:
+        return ScaRequiredError(f"strong customer authentication is required: {summary}", **common)
+    for code, cls in _CONSENT.items():
+        if code in codes:
+            return cls(f"consent cannot be used: {summary}", **common)
+    if "PAYMENT_FAILED" in codes:
+        return PaymentFailedError(f"the payment failed: {summary}", **common)
+    if codes & _FORMAT_CODES:
+        return FormatError(f"the request was malformed: {summary}", **common)
+    if status == 404 or codes & _UNKNOWN_CODES:
+        return ResourceUnknownError(f"unknown resource: {summary}", **common)
+    return ClientError(f"the bank refused the request: {summary}", **common)

@@ -1,0 +1,151 @@
+"""Addresses: building paths from templates and resolving the bank's ``_links`` against the base address.
+
+The base address may carry a path prefix (``https://bank.example/api``); the bank's links are relative to it
+(``/v1/accounts/...`` means ``https://bank.example/api/v1/accounts/...``), not to the host root. Resource ids
+are opaque and may contain ``!`` and ``=``; they are quoted as one path segment.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
+
+__all__ = ["BaseUrl", "path_from_template", "quote_id", "template_for"]
+
+# RFC 3986 path-segment characters kept as they are ('!' and '=' among them); everything else is %-encoded,
+# '/' included, so an id is always exactly one segment. The sandbox bank quotes ids the same way.
+_SEGMENT_SAFE = "!=-_.~"
+
+
+def quote_id(value: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError("a resource id must be a non-empty string")
+    return quote(value, safe=_SEGMENT_SAFE)
+
+
+def path_from_template(template: str, **params: str) -> str:
+    """``/v1/accounts/{account_id}/balances`` with each ``{name}`` replaced by the quoted id."""
+
+    def fill(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in params:
+            raise ValueError(f"{template}: no value for {{{name}}}")
+        return quote_id(params[name])
+
+    return re.sub(r"\{(\w+)\}", fill, template)
+
+
+class BaseUrl:
+    """The bank's base address: scheme, host, port and an optional path prefix."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in {"http", "https"} or not parts.hostname:
+            raise ValueError(f"the bank's base address must be an absolute http(s) URL, got {url!r}")
+        if parts.query or parts.fragment:
+            raise ValueError("the bank's base address must not carry a query or a fragment")
+        self.scheme = parts.scheme
+        self.netloc = parts.netloc
+        self.prefix = parts.path.rstrip("/")
+
+    @property
+    def origin(self) -> str:
+        return f"{self.scheme}://{self.netloc}"
+
+    def __str__(self) -> str:
+        return self.origin + self.prefix
+
+    def url(self, path: str, query: dict[str, str] | None = None) -> str:
+        """The absolute address of an API path (``/v1/...``), with an encoded query."""
+        if not path.startswith("/"):
+            raise ValueError(f"an API path starts with '/', got {path!r}")
+        url = self.origin + self.prefix + path
+        if query:
+            url += ("&" if "?" in path else "?") + urlencode(query)
+        return url
+
+    def resolve(self, href: str) -> str:
+        """A ``_links`` href as an absolute address.
+
+        A relative href (``/v1/...``) is appended to the base address, prefix included. An absolute href must
+        point at the bank itself (same scheme, host and port): the client never sends a signed request elsewhere.
+        """
+        if not isinstance(href, str) or not href:
+            raise ValueError("a link without an href")
+        parts = urlsplit(href)
+        if parts.scheme or parts.netloc:
+            if parts.scheme != self.scheme or parts.netloc.lower() != self.netloc.lower():
+                raise ValueError(f"the link {href!r} does not point at the bank ({self.origin})")
+            return urlunsplit((self.scheme, self.netloc, parts.path, parts.query, ""))
+        path = parts.path if parts.path.startswith("/") else "/" + parts.path
+        return urlunsplit((self.scheme, self.netloc, self.prefix + path, parts.query, ""))
+
+    def api_path(self, url: str) -> str:
+        """The path of an absolute address below the prefix (``/v1/...``), for naming the endpoint."""
+        path = urlsplit(url).path
+        if self.prefix and path.startswith(self.prefix + "/"):
+            return path[len(self.prefix) :]
+        return path
+
+
+# Path templates of the operations, for the audit trail (ids are not recorded, only which endpoint).
+TEMPLATES = (
+    "/v1/payments/{product}",
+    "/v1/payments/{product}/{payment_id}",
+    "/v1/payments/{product}/{payment_id}/status",
+    "/v1/payments/{product}/{payment_id}/authorisations",
+    "/v1/payments/{product}/{payment_id}/authorisations/{authorisation_id}",
+    "/v1/accounts",
+    "/v1/accounts/{account_id}",
+    "/v1/accounts/{account_id}/balances",
+    "/v1/accounts/{account_id}/transactions",
+    "/v1/accounts/{account_id}/transactions/{transaction_id}",
+    "/v1/card-accounts",
+    "/v1/card-accounts/{account_id}",
+    "/v1/card-accounts/{account_id}/balances",
+    "/v1/card-accounts/{account_id}/transactions",
+    "/v1/users",
+    "/v1/agreements",
+    "/v1/consents",
+    "/v1/bank-offered-consents",
+    "/v1/sandbox/initialize",
+    "/v1/sandbox/customers",
+    "/v1/sandbox/customers/{customer_id}",
+    "/v1/sandbox/agreements",
+    "/v1/sandbox/agreements/{agreement_id}/engagements",
+    "/v1/sandbox/accounts",
+    "/v1/sandbox/accounts/{account_id}/transactions",
+    "/v1/sandbox/accounts/{account_id}/balances",
+    "/v1/sandbox/card-accounts/{account_id}/balances",
+)
+_LITERAL_SEGMENTS = {"status", "authorisations", "balances", "transactions", "engagements"}
+
+
+def _compile(template: str) -> re.Pattern[str]:
+    pattern = re.escape(template)
+    pattern = re.sub(r"\\\{\w+\\\}", "[^/]+", pattern)
+    return re.compile(f"^{pattern}$")
+
+
+_COMPILED = [(t, _compile(t)) for t in TEMPLATES]
+
+
+def template_for(path: str) -> str:
+    """The template a path (``/v1/...``, no query) matches; the most literal match wins.
+
+    A path that matches none is recorded with every segment after ``/v1/<word>`` replaced by ``{id}``, so that
+    an id never reaches the audit trail.
+    """
+    best: tuple[int, str] | None = None
+    for template, pattern in _COMPILED:
+        if pattern.match(path):
+            literal = sum(1 for seg in template.split("/") if seg and not seg.startswith("{"))
+            if best is None or literal > best[0]:
+                best = (literal, template)
+    if best:
+        return best[1]
+    segments = path.split("/")
+    kept = [
+        seg if i <= 2 or seg in _LITERAL_SEGMENTS or seg == "sandbox" else "{id}" for i, seg in enumerate(segments)
+    ]
+    return "/".join(kept)
