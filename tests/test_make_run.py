@@ -28,9 +28,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for(url: str, deadline: float) -> requests.Response:
+def wait_for(url: str, deadline: float, process: subprocess.Popen) -> requests.Response:
     last: Exception | None = None
     while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"make run ended with status {process.returncode} before {url} answered")
         try:
             response = requests.get(url, timeout=5)
             if response.status_code == 200:
@@ -81,8 +83,11 @@ def signed_get(base: str, path: str, pki: Path) -> requests.Response:
 def test_make_run_brings_up_the_whole_product(make_run):
     process, portal_port, bank_port, log, var_dir = make_run
     deadline = time.monotonic() + 240  # the first run also migrates and generates the sandbox history
-    portal = wait_for(f"http://127.0.0.1:{portal_port}/healthz", deadline)
-    bank = wait_for(f"http://127.0.0.1:{bank_port}/healthz", deadline)
+    try:
+        portal = wait_for(f"http://127.0.0.1:{portal_port}/healthz", deadline, process)
+        bank = wait_for(f"http://127.0.0.1:{bank_port}/healthz", deadline, process)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n--- make run output ---\n{log.read_text()[-5000:]}") from None
     assert portal.json()["checks"] == {"database": "ok", "broker": "ok"}
     assert bank.status_code == 200
 
