@@ -1,11 +1,11 @@
 """The portal's Celery application: worker and beat run from here (``celery -A tpp_portal ...``).
 
-Without REDIS_URL the broker is kombu's filesystem transport under ``var/broker``, which works across processes
-(web, worker, beat) on one machine with no server; with REDIS_URL it is Redis.
+Without REDIS_URL the broker is kombu's filesystem transport under ``var/broker`` (the settings create its
+folders), which works across processes (web, worker, beat) on one machine with no server; with REDIS_URL it is
+Redis. Worker and beat log through the portal's LOGGING (CELERY_WORKER_HIJACK_ROOT_LOGGER is off).
 """
 
 import os
-from pathlib import Path
 
 from celery import Celery
 from celery.signals import before_task_publish, task_prerun
@@ -17,14 +17,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tpp_portal.settings")
 app = Celery("tpp_portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-
-
-@app.on_configure.connect
-def _create_broker_folders(sender: Celery, **kwargs) -> None:
-    options = sender.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
-        if folder := options.get(key):
-            Path(folder).mkdir(parents=True, exist_ok=True)
 
 
 @before_task_publish.connect

@@ -11,6 +11,7 @@ A thin layer over django-environ that
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,15 +91,19 @@ class Config:
             raise ImproperlyConfigured(f"{name}: must be at least {minimum}, got {number}")
         return number
 
-    def float(self, name: str, default: Any = _UNSET, *, help: str) -> Any:
+    def float(self, name: str, default: Any = _UNSET, *, help: str, positive: bool = True) -> Any:
+        """A finite number (strictly positive unless ``positive=False``): durations and timeouts."""
         self._record(name, default, help)
         value = self._raw(name)
         if value is None:
             return self._missing(name, default)
         try:
-            return float(value)
+            number = float(value)
         except ValueError:
             raise ImproperlyConfigured(f"{name}: expected a number, got {value!r}") from None
+        if not math.isfinite(number) or (positive and number <= 0):
+            raise ImproperlyConfigured(f"{name}: expected a finite number above 0, got {value!r}")
+        return number
 
     def list(self, name: str, default: Any = _UNSET, *, help: str) -> Any:
         self._record(name, ",".join(default) if isinstance(default, list | tuple) else default, help)
@@ -129,6 +134,15 @@ class Config:
         if parts.query or parts.fragment:
             raise ImproperlyConfigured(f"{name}: must not carry a query or fragment, got {value!r}")
         return value.rstrip("/")
+
+    def email(self, name: str, default: str, *, help: str) -> dict[str, Any]:
+        """An e-mail server address (``smtp+tls://user:password@host:587``, ``consolemail://``)."""
+        self._record(name, default, help, secret=True)
+        value = self._raw(name, allow_file=True) or default
+        try:
+            return self._env.email_url_config(value)
+        except Exception as exc:  # django-environ raises several types for malformed URLs
+            raise ImproperlyConfigured(f"{name}: malformed e-mail URL ({type(exc).__name__})") from None
 
     def db(self, name: str, default: str, *, help: str) -> dict[str, Any]:
         self._record(name, default, help, secret=True)

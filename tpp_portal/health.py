@@ -1,10 +1,24 @@
-"""Readiness checks behind /healthz: the database and the Celery broker."""
+"""Readiness checks behind /healthz: the database and the Celery broker.
+
+Each check returns None when healthy, else a short error description that is logged, never sent: /healthz
+answers before host validation, to anyone, so it says only which check failed.
+"""
 
 from __future__ import annotations
+
+import logging
 
 from django.db import connection
 
 from tpp_portal.celery import app as celery_app
+
+logger = logging.getLogger(__name__)
+
+
+def _describe(check: str, exc: Exception) -> str:
+    text = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    logger.warning("health check %s failed: %s", check, text)
+    return text
 
 
 def check_database() -> str | None:
@@ -12,8 +26,8 @@ def check_database() -> str | None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
             cursor.fetchone()
-    except Exception as exc:  # any driver error means "not ready"; the text goes into the health report
-        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+    except Exception as exc:  # any driver error means "not ready"
+        return _describe("database", exc)
     return None
 
 
@@ -22,5 +36,5 @@ def check_broker(timeout: float = 3.0) -> str | None:
         with celery_app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=timeout)
     except Exception as exc:  # kombu raises transport-specific errors
-        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+        return _describe("broker", exc)
     return None

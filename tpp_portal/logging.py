@@ -7,42 +7,42 @@ import re
 
 from tpp_portal.requestid import current_request_id
 
-# Values that must never reach a log line, whatever logged them: signatures, certificates, PSU identifiers,
-# passwords, keys, tokens. Matched as ``name: value``, ``name=value`` or ``"name": "value"``.
-_SECRET_NAMES = "|".join(
-    [
-        "signature",
-        "tpp-signature-certificate",
-        "psu-id",
-        "psu-corporate-id",
-        "x-psu-identity",
-        "psu_id",
-        "psu_corporate_id",
-        "password",
-        "passphrase",
-        "secret",
-        "secret_key",
-        "authorization",
-        "cookie",
-        "sessionid",
-        "csrftoken",
-        r"api[_-]?key",
-        "token",
-    ]
+# Names whose values must never reach a log line, whatever logged them: signatures, certificates, PSU
+# identifiers, passwords, keys, tokens, cookies.
+# (The S105 exemption below: these are the names of secrets, not a secret.)
+_SECRET_NAME = (
+    r"(?:signature|tpp-signature-certificate|psu[-_]?id|psu[-_]?corporate[-_]?id|x-psu-identity"  # noqa: S105
+    r"|\w*password\w*|\w*passphrase|\w*secret\w*|authorization|proxy-authorization|set-cookie|cookie|sessionid"
+    r"|csrftoken|csrfmiddlewaretoken|api[-_]?key|\w*token)"
 )
-_PATTERN = re.compile(
-    rf"""(?ix)
-    (?P<key>["']?(?:{_SECRET_NAMES})["']?\s*[:=]\s*)   # the name and its separator
-    (?P<value>"[^"]*"|'[^']*'|[^\s,;&}}]+)             # a quoted or bare value
-    """
-)
+# Header-like names whose whole value (spaces included: "Bearer abc", "Basic abc") is secret.
+_WHOLE_LINE_NAMES = r"(?:authorization|proxy-authorization|cookie|set-cookie|signature|tpp-signature-certificate)"
+_PATTERNS = [
+    # ('Authorization', 'Bearer abc') and {"psuId": "…"}: a quoted name, then a quoted value.
+    re.compile(rf"""(?ix)(?P<key>(["'])(?:{_SECRET_NAME})\2\s*[:,=]\s*)(?P<value>"[^"]*"|'[^']*')"""),
+    # Authorization: Bearer abc def  -> everything up to the end of the line.
+    re.compile(rf"(?imx)(?P<key>\b{_WHOLE_LINE_NAMES}\s*:\s*)(?P<value>[^\r\n]+)"),
+    # name=value, name: value (bare or quoted value).
+    re.compile(rf"""(?ix)(?P<key>\b{_SECRET_NAME}\s*[:=]\s*)(?P<value>"[^"]*"|'[^']*'|[^\s,;&}})\[\]]+)"""),
+]
+_SECRET_KEY_NAME = re.compile(rf"(?i)^{_SECRET_NAME}$")
 _PEM = re.compile(r"-----BEGIN [A-Z ]+-----.*?-----END [A-Z ]+-----", re.S)
 _REDACTED = "[redacted]"
+# Attributes every LogRecord has; anything else came from ``extra=`` and is checked too.
+_STANDARD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+
+def _quoted(match: re.Match) -> str:
+    value = match.group("value")
+    quote = value[0] if value[:1] in {'"', "'"} else ""
+    return match.group("key") + quote + _REDACTED + quote
 
 
 def redact(text: str) -> str:
     text = _PEM.sub(_REDACTED, text)
-    return _PATTERN.sub(lambda m: m.group("key") + _REDACTED, text)
+    for pattern in _PATTERNS:
+        text = pattern.sub(_quoted, text)
+    return text
 
 
 class RequestIdFilter(logging.Filter):
@@ -53,7 +53,11 @@ class RequestIdFilter(logging.Filter):
 
 
 class RedactingFilter(logging.Filter):
-    """Formats the message once, redacts it, and freezes it so handlers cannot re-expand the secrets."""
+    """Formats the message once, redacts it, and freezes it so handlers cannot re-expand the secrets.
+
+    Values passed through ``extra=`` are redacted too: a secret-named attribute loses its value, and string
+    values are scrubbed like the message.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
@@ -68,4 +72,13 @@ class RedactingFilter(logging.Filter):
             # Formatters re-render exc_info themselves; keep only the redacted text.
             record.exc_text = redact(record.exc_text)
             record.exc_info = None
+        for name, value in list(vars(record).items()):
+            if name in _STANDARD_ATTRIBUTES or name == "request_id":
+                continue
+            if _SECRET_KEY_NAME.match(name):
+                setattr(record, name, _REDACTED)
+            elif isinstance(value, str):
+                setattr(record, name, redact(value))
+            elif isinstance(value, dict | list | tuple):
+                setattr(record, name, redact(repr(value)))
         return True

@@ -59,9 +59,11 @@ if PRODUCTION and not ALLOWED_HOSTS:
 
 PORTAL_BASE_URL = env.url(
     "PORTAL_BASE_URL",
-    "http://127.0.0.1:8000",
+    *(() if PRODUCTION else ("http://127.0.0.1:8000",)),  # required in production
     help="public address of the portal; the bank redirects PSUs back to it after SCA",
 )
+if PRODUCTION and not PORTAL_BASE_URL.startswith("https://"):
+    raise ImproperlyConfigured("PORTAL_BASE_URL: production serves the portal over https only")
 CSRF_TRUSTED_ORIGINS = [PORTAL_BASE_URL]
 
 INSTALLED_APPS = [
@@ -149,6 +151,8 @@ else:
         }
     }
     _queue = VAR_DIR / "broker"
+    for _folder in ("out", "processed", "control"):
+        (_queue / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_URL = "filesystem://"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue / "out"),
@@ -165,6 +169,8 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
+# Keep the portal's LOGGING (JSON, request id, redaction) in worker and beat instead of Celery's own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # --- exchange rates and regulatory reporting (payments/rates.py, payments/selectors.py) -------------------
@@ -269,9 +275,19 @@ SENSITIVE_IDLE_TIMEOUT = 300
 # require_recent_authentication: a payment is submitted only within this many seconds of the password.
 REAUTH_MAX_AGE = 300
 
-EMAIL_BACKEND = env.str(
-    "EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend", help="Django e-mail backend"
+# E-mail (password resets, consent reminders). The console backend writes whole messages, reset links
+# included, to standard output: development only. Production needs a real server.
+_email = env.email(
+    "EMAIL_URL",
+    "consolemail://",
+    help="e-mail server, e.g. smtp+tls://user:password@smtp.example.com:587 (EMAIL_URL_FILE accepted)",
 )
+if PRODUCTION and not _email["EMAIL_BACKEND"].endswith("smtp.EmailBackend"):
+    raise ImproperlyConfigured("EMAIL_URL: production needs an SMTP server (smtp:// or smtp+tls://)")
+# EMAIL_BACKEND, EMAIL_HOST, EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS, ...
+globals().update(_email)
+EMAIL_TIMEOUT = 20
+PASSWORD_RESET_TIMEOUT = 3600  # a reset link works for one hour
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", "no-reply@fjordpay.invalid", help="sender of e-mails")
 
 # --- i18n, time ------------------------------------------------------------------------------------------
@@ -354,5 +370,12 @@ LOGGING = {
         }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"django.server": {"level": "WARNING"}},
+    # Django's own loggers propagate to the root handler only (its default console handler would print an
+    # unfiltered copy of every record).
+    "loggers": {
+        "django": {"handlers": [], "propagate": True, "level": "INFO"},
+        "django.server": {"handlers": [], "propagate": True, "level": "WARNING"},
+        "celery": {"handlers": [], "propagate": True, "level": "INFO"},
+        "axes": {"handlers": [], "propagate": True, "level": "WARNING"},
+    },
 }

@@ -19,6 +19,9 @@ from tpp_portal.templatetags.portal_format import money
         ("nb", Decimal("98765"), "JPY", "98\xa0765 JPY"),
         ("en", Decimal("12.345"), "KWD", "12.345 KWD"),
         ("nb", Decimal("-250.5"), "SEK", "-250,50 SEK"),
+        # never rounded away: more digits than the currency has are all shown
+        ("en", Decimal("10.999"), "NOK", "10.999 NOK"),
+        ("en", Decimal("1500.5"), "JPY", "1,500.5 JPY"),
     ],
 )
 def test_money_is_localised(language, amount, currency, expected):
@@ -37,6 +40,12 @@ def test_minor_units_from_iso_4217_and_the_documented_exceptions():
     assert minor_units("GGP") == 2  # not an ISO code; our documented choice
     with pytest.raises(KeyError):
         minor_units("XYZ")
+
+
+def test_a_value_that_is_not_an_amount_does_not_break_the_page(caplog):
+    assert money("n/a", "NOK") == "n/a NOK"
+    assert money(0.1, "NOK") == "0.1 NOK"
+    assert "not a decimal amount" in caplog.text
 
 
 def test_floats_are_refused_as_money():

@@ -53,3 +53,26 @@ def test_json_lines_with_request_id_and_no_secret():
     assert "6f1c2d3e" not in first["message"]
     assert "swordfish" not in stream.getvalue()
     assert second["levelname"] == "ERROR"
+
+
+def test_extra_fields_and_header_forms_are_redacted_too():
+    from pythonjsonlogger.json import JsonFormatter
+
+    logger, stream = _logger_with(JsonFormatter("%(message)s %(request_id)s"))
+    logger.info(
+        "sent %s",
+        "('Authorization', 'Bearer abc.def') new_password1=swordfish",
+        extra={"psu_id": "6f1c2d3e", "headers": {"PSU-ID": "77aa"}, "note": "Cookie: sessionid=zzz"},
+    )
+    line = stream.getvalue()
+    for secret in ("abc.def", "swordfish", "6f1c2d3e", "77aa", "zzz"):
+        assert secret not in line
+    record = json.loads(line)
+    assert record["psu_id"] == "[redacted]"
+
+
+def test_django_records_are_written_once_through_the_filters(caplog):
+    import logging as std
+
+    django_logger = std.getLogger("django")
+    assert django_logger.handlers == [] and django_logger.propagate

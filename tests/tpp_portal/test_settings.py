@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cryptography.fernet import Fernet
 
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION = {
@@ -17,6 +18,9 @@ PRODUCTION = {
     "ALLOWED_HOSTS": "portal.example.com",
     "BANK_BASE_URL": "https://bank.example.com/psd2",
     "PORTAL_BASE_URL": "https://portal.example.com",
+    "EMAIL_URL": "smtp+tls://mailer:mail-password@smtp.example.com:587",
+    "FIELD_ENCRYPTION_KEYS": Fernet.generate_key().decode(),
+    "FIELD_HASH_KEY": secrets.token_hex(32),
 }
 
 
@@ -48,6 +52,9 @@ def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         ("BANK_SIGNING_CERT", "/nonexistent/cert.pem", "BANK_SIGNING_CERT: no such file"),
         ("BANK_CA_BUNDLE", "/nonexistent/ca.pem", "BANK_CA_BUNDLE: no such file"),
         ("BANK_TIMEOUT", "soon", "BANK_TIMEOUT: expected a number"),
+        ("BANK_TIMEOUT", "nan", "BANK_TIMEOUT: expected a finite number above 0"),
+        ("BANK_TIMEOUT", "-5", "BANK_TIMEOUT: expected a finite number above 0"),
+        ("EMAIL_URL", "smtp://user@host:notaport", "EMAIL_URL: malformed e-mail URL"),
         ("DEBUG", "maybe", "DEBUG: expected true or false"),
         ("DJANGO_ENV", "staging", "DJANGO_ENV: expected development, test or production"),
     ],
@@ -89,6 +96,40 @@ def test_production_refuses_debug_and_plain_http_bank():
         "BANK_BASE_URL: production talks to the bank over https only"
         in manage("check", **{**PRODUCTION, "BANK_BASE_URL": "http://bank.example.com"}).stderr
     )
+
+
+def test_production_needs_a_mail_server_and_an_https_portal_address():
+    console = manage("check", **{**PRODUCTION, "EMAIL_URL": "consolemail://"})
+    assert "EMAIL_URL: production needs an SMTP server" in console.stderr
+    unset = {**PRODUCTION}
+    del unset["PORTAL_BASE_URL"]
+    assert "PORTAL_BASE_URL: this environment variable is required" in manage("check", **unset).stderr
+    plain = manage("check", **{**PRODUCTION, "PORTAL_BASE_URL": "http://portal.example.com"})
+    assert "PORTAL_BASE_URL: production serves the portal over https only" in plain.stderr
+
+
+def test_the_mail_server_comes_from_email_url():
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from django.conf import settings as s; "
+            "print(s.EMAIL_BACKEND, s.EMAIL_HOST, s.EMAIL_PORT, s.EMAIL_USE_TLS, s.EMAIL_HOST_USER)",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tpp_portal.settings", **PRODUCTION},
+    )
+    assert result.stdout.split() == [
+        "django.core.mail.backends.smtp.EmailBackend",
+        "smtp.example.com",
+        "587",
+        "True",
+        "mailer",
+    ], result.stderr
 
 
 def test_production_settings_pass_check_deploy_without_warnings():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -52,5 +53,9 @@ def test_a_real_worker_consumes_a_task_from_the_broker(tmp_path):
     finally:
         worker.terminate()
         worker.wait(timeout=30)
+    output = log.read_text()
     expected_transport = "redis" if settings.REDIS_URL else "filesystem"
-    assert expected_transport in log.read_text()
+    assert expected_transport in output
+    # The worker logs through the portal's LOGGING: the request-id field is there and secrets are redacted.
+    assert re.search(r"INFO tpp_portal\.tasks \[[^\]]+\] ping received token=\[redacted\]", output), output[-3000:]
+    assert token not in output.replace(f"smoke-{token}", "")

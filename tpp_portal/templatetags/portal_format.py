@@ -1,6 +1,6 @@
 """Template filters that format money for the active language: ``150 000,00 NOK`` in nb."""
 
-from decimal import Decimal
+import logging
 
 from django import template
 from django.utils.formats import number_format
@@ -8,17 +8,29 @@ from django.utils.formats import number_format
 from tpp_portal.money import minor_units, to_decimal
 
 register = template.Library()
+logger = logging.getLogger(__name__)
 
 
 @register.filter
 def money(amount, currency: str = "") -> str:
-    """``{{ amount|money:"NOK" }}``: grouped, localised, with the currency's minor units."""
+    """``{{ amount|money:"NOK" }}``: grouped, localised, with the currency's minor units.
+
+    Never rounds: an amount with more fraction digits than the currency has (a bank's odd figure) is shown with
+    all of them. A value that is not a decimal amount is shown as it is, and logged, rather than breaking the
+    page.
+    """
     if amount is None or amount == "":
         return ""
-    value = to_decimal(amount)
     try:
-        places = minor_units(currency) if currency else 2
+        value = to_decimal(amount)
+    except (TypeError, ValueError):
+        logger.warning("money filter: not a decimal amount: %r", amount)
+        return f"{amount} {currency}".strip()
+    exponent = value.as_tuple().exponent
+    digits = max(0, -exponent) if isinstance(exponent, int) else 0
+    try:
+        places = max(minor_units(currency), digits) if currency else max(2, digits)
     except KeyError:
-        places = max(0, -value.as_tuple().exponent) if isinstance(value, Decimal) else 2
+        places = digits
     text = number_format(value, decimal_pos=places, use_l10n=True, force_grouping=True)
     return f"{text} {currency}".strip()
