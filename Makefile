@@ -52,7 +52,7 @@ run: venv certs messages migrate
 bank: venv certs
 	$(PY) -m bank_simulator migrate --noinput
 	$(PY) -m bank_simulator sandbox_initialize --if-empty
-	PORT=$${PORT:-$(BANK_PORT)} $(BIN)/gunicorn bank_simulator.wsgi --config bank_simulator/gunicorn.conf.py
+	BANK_PORT=$${PORT:-$(BANK_PORT)} $(BIN)/honcho start --procfile bank_simulator/Procfile --app-root .
 
 lint: venv
 	$(BIN)/ruff check .

@@ -107,6 +107,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.staticfiles",
     "bank_simulator",
+    "bank_simulator.pis",
 ]
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from bank_simulator.access import methods
 from bank_simulator.views import ais, consents, health, openapi, sandbox, sca
@@ -35,6 +35,7 @@ urlpatterns = [
     path("v1/sandbox/accounts/<str:resource_id>/balances", methods(POST=sandbox.account_balance_update)),
     path("v1/sandbox/card-accounts/<str:resource_id>/balances", methods(POST=sandbox.card_account_balance_update)),
     path("v1/sandbox/clock", methods(GET=sandbox.clock_read, POST=sandbox.clock_advance)),
+    path("", include("bank_simulator.pis.urls")),  # payments (part 2)
 ]
 
 handler404 = "bank_simulator.views.health.not_found"

@@ -8,7 +8,7 @@ measurement), then sends them from a few keep-alive client processes for a bound
 Printed with the reference measured in the same run: the cost of one signature verification in the bank's own
 code (``bank_simulator.access.verify_signature`` on a cached certificate), and the ratio between the two.
 Client and server share the machine's cores, so the figure is a lower bound for the server alone.
-Payment initiation is not measured yet: it arrives with "bank_simulator, part 2".
+Payment initiations per second are measured by bench.simulator_payments.
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ def main() -> None:
         f"{reads_per_second / verifications_per_second:.3f}"
     )
     print(f"goal >= 800 balance reads/s: {'met' if reads_per_second >= 800 else 'NOT met'}")
-    print("payment initiations per second: not measured (payments arrive with bank_simulator part 2)")
+    print("payment initiations per second: see bench.simulator_payments")
 
 
 if __name__ == "__main__":

@@ -252,6 +252,9 @@ SCHEMAS: dict[str, Any] = {
     ),
 }
 
+# Path items added by the simulator's other apps (bank_simulator.pis registers from AppConfig.ready()).
+PATH_EXTENSIONS: list[Any] = []
+
 _AMOUNT_INPUT = _obj(["amount", "currency"], amount={"type": "string"}, currency={"type": "string"})
 
 
@@ -556,6 +559,8 @@ def build(base_url: str) -> dict[str, Any]:
             ),
         },
     }
+    for extension in PATH_EXTENSIONS:
+        paths.update(extension())
     return {
         "openapi": "3.0.3",
         "info": {

@@ -91,7 +91,7 @@ def live_bank(tmp_path_factory) -> Iterator[str]:
             try:
                 if requests.get(f"{base}/healthz", timeout=1).status_code == 200:
                     break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 pass
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"the bank did not start: {(tmp / 'gunicorn.log').read_text()[-2000:]}")

@@ -1,0 +1,311 @@
+"""Writes of the payment side: initiation, authorisation (SCA, multi-signature), cancellation, status moves.
+
+Every status change goes through ``payment_move``: a conditional update that refuses illegal or concurrent
+moves, and a ``PaymentEvent`` row. Fees and conversion use the fixed tables of ``bank_simulator.pis.tables``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import secrets
+from decimal import Decimal
+from typing import Any
+
+from django.db import IntegrityError, transaction
+
+from bank_simulator import services as bank_services
+from bank_simulator.identifiers import opaque_id
+from bank_simulator.models import Agreement, Customer, PsuIdentity, ScaPurpose, ScaSession
+from bank_simulator.pis import selectors, tables
+from bank_simulator.pis.models import (
+    Payment,
+    PaymentAuthorisation,
+    PaymentEvent,
+    PaymentSignature,
+    TransactionStatus,
+)
+from bank_simulator.pis.schedule import next_slot_after
+from bank_simulator.pis.validation import PaymentOrder
+from bank_simulator.services import DomainError
+
+S = TransactionStatus
+ALLOWED_MOVES: dict[str, frozenset[str]] = {
+    S.RCVD: frozenset({S.PATC, S.PDNG, S.CANC}),
+    S.PATC: frozenset({S.PATC, S.PDNG, S.CANC}),
+    S.PDNG: frozenset({S.ACTC, S.ACSP, S.ACCP, S.CANC}),
+    S.ACTC: frozenset({S.ACTC, S.ACSP, S.ACCP, S.CANC}),
+    S.ACCP: frozenset({S.ACCP, S.ACSP, S.RJCT, S.CANC}),
+    S.ACSP: frozenset({S.ACSC}),
+}
+CANCELLABLE = frozenset({S.RCVD, S.PATC, S.PDNG, S.ACTC, S.ACCP})  # not once settlement has begun
+
+# Fees (the simulator's tariff): a cross-border payment costs 50 NOK; where the instructed currency differs
+# from the debtor account's, a conversion fee of 0.25 % of the NOK equivalent (at least 25 NOK) is added.
+# Charged in the debtor account's currency.
+CROSS_BORDER_FEE_NOK = Decimal("50")
+CONVERSION_FEE_RATE = Decimal("0.0025")
+CONVERSION_FEE_MINIMUM_NOK = Decimal("25")
+
+
+class PaymentRefused(DomainError):
+    """A refused payment operation, with the HTTP status and section-7 code the bank answers."""
+
+    def __init__(self, status: int, code: str, message: str, *, field: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.status = status
+        self.code = code
+
+
+def payment_move(payment: Payment, *, to: str, now: dt.datetime, reason: str, **fields: Any) -> None:
+    """The one way a status changes: legal moves only, and only from the status the caller saw."""
+    if to not in ALLOWED_MOVES.get(payment.status, frozenset()):
+        raise DomainError(f"A payment in status {payment.status} cannot move to {to}.")
+    updated = Payment.objects.filter(pk=payment.pk, status=payment.status).update(
+        status=to, updated_at=now, **fields
+    )
+    if updated != 1:
+        raise DomainError("The payment was changed concurrently.")
+    PaymentEvent.objects.create(payment=payment, at=now, from_status=payment.status, to_status=to, reason=reason)
+    payment.status = to
+    payment.updated_at = now
+    for name, value in fields.items():
+        setattr(payment, name, value)
+
+
+def fees_for(*, product: str, amount: Decimal, currency: str, account_currency: str) -> Decimal:
+    """The total fee in the debtor account's currency, rounded to its minor units."""
+    fee_nok = CROSS_BORDER_FEE_NOK if product == tables.CROSS_BORDER else Decimal("0")
+    if currency != account_currency:
+        fee_nok += max(CONVERSION_FEE_MINIMUM_NOK, tables.to_nok(amount, currency) * CONVERSION_FEE_RATE)
+    return tables.quantize(tables.convert(fee_nok, source="NOK", target=account_currency), account_currency)
+
+
+def _fingerprint(*, product: str, psu: PsuIdentity, order: PaymentOrder) -> str:
+    canonical = json.dumps(
+        {"product": product, "psu": str(psu.psu_id), "body": order.submitted},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _replay(existing: Payment, fingerprint: str) -> Payment:
+    if existing.fingerprint != fingerprint:
+        raise PaymentRefused(
+            409,
+            "CONFLICT",
+            "X-Request-ID was already used for another payment initiation; use a new X-Request-ID.",
+            field="X-Request-ID",
+        )
+    return existing
+
+
+def payment_initiate(
+    *,
+    product: str,
+    order: PaymentOrder,
+    psu: PsuIdentity,
+    agreement: Agreement,
+    tpp_org_id: str,
+    request_id: str,
+    tpp_session_id: str,
+    allow_logical_duplicate: bool,
+    now: dt.datetime,
+) -> tuple[Payment, bool]:
+    """A new payment in RCVD, or the same one again for a replay of the same X-Request-ID and body.
+
+    Returns the payment and whether it was created now.
+    """
+    fingerprint = _fingerprint(product=product, psu=psu, order=order)
+    debtor = selectors.bank_account(ref=order.debtor_account, agreement=agreement)
+    if debtor is None:
+        raise PaymentRefused(
+            400, "RESOURCE_UNKNOWN", "debtorAccount is not an account of this bank.", field="debtorAccount"
+        )
+    if order.debtor_account.currency != debtor.currency:
+        raise PaymentRefused(
+            400,
+            "FORMAT_ERROR",
+            f"debtorAccount.currency must be the account's currency ({debtor.currency}).",
+            field="debtorAccount.currency",
+        )
+    if not debtor.in_agreement:  # type: ignore[attr-defined]  # annotated by the selector
+        raise PaymentRefused(
+            403,
+            "FORBIDDEN",
+            "The PSU may not make payments from debtorAccount in the agreement in force.",
+            field="debtorAccount",
+        )
+    if (order.creditor_account.iban and order.creditor_account.iban == debtor.iban) or (
+        order.creditor_account.bban and order.creditor_account.bban == debtor.bban
+    ):
+        raise PaymentRefused(
+            400, "FORMAT_ERROR", "creditorAccount is the debtor account itself.", field="creditorAccount"
+        )
+    execution_date = order.execution_date or now.astimezone(dt.UTC).date()
+    if not allow_logical_duplicate:
+        duplicate = selectors.logical_duplicate(
+            debtor_account=debtor,
+            creditor=order.creditor_account,
+            amount=order.amount,
+            currency=order.currency,
+            execution_date=execution_date,
+            now=now,
+            tpp_org_id=tpp_org_id,
+            request_id=request_id,
+        )
+        if duplicate is not None:
+            raise PaymentRefused(
+                409,
+                "CONFLICT",
+                f"A logical duplicate (same debtor, creditor, amount and execution date) was received at "
+                f"{duplicate.created_at:%Y-%m-%d %H:%M} UTC as payment {duplicate.payment_id}; send "
+                "allowLogicalDuplicate=true to make this payment as well.",
+                field="allowLogicalDuplicate",
+            )
+    debit = tables.quantize(
+        tables.convert(order.amount, source=order.currency, target=debtor.currency), debtor.currency
+    )
+    fee = fees_for(product=product, amount=order.amount, currency=order.currency, account_currency=debtor.currency)
+    try:
+        with transaction.atomic():
+            payment = Payment.objects.create(
+                payment_id=opaque_id("payment", secrets.token_hex(16)),
+                product=product,
+                tpp_org_id=tpp_org_id,
+                request_id=request_id,
+                fingerprint=fingerprint,
+                tpp_session_id=tpp_session_id,
+                psu=psu,
+                agreement=agreement,
+                debtor_account=debtor,
+                amount=order.amount,
+                currency=order.currency,
+                debit_amount=debit,
+                fee_amount=fee,
+                creditor_name=order.creditor_name,
+                creditor_iban=order.creditor_account.iban,
+                creditor_bban=order.creditor_account.bban,
+                execution_date=execution_date,
+                submitted=order.submitted,
+                signers_required=agreement.signers_required,
+                created_at=now,
+                updated_at=now,
+            )
+            PaymentEvent.objects.create(
+                payment=payment, at=now, from_status="", to_status=S.RCVD, reason="initiated by the TPP"
+            )
+    except IntegrityError:  # a replay of the same X-Request-ID (the unique constraint is the idempotency key)
+        existing = Payment.objects.filter(tpp_org_id=tpp_org_id, request_id=request_id).first()
+        if existing is None:
+            raise
+        return _replay(existing, fingerprint), False
+    return payment, True
+
+
+def psu_for_identity(*, tpp_org_id: str, customer: Customer, now: dt.datetime) -> PsuIdentity:
+    """Single SCA (spec 4.1 rule 3): the PSU-ID of the customer named by X-PSU-IDENTITY, made when new."""
+    return bank_services.psu_identity_get_or_create(tpp_org_id=tpp_org_id, customer=customer, now=now)
+
+
+def payment_authorisation_start(
+    *,
+    payment: Payment,
+    tpp_name: str,
+    tpp_session_id: str,
+    redirect_uri: str,
+    requesting_psu: PsuIdentity | None,
+    now: dt.datetime,
+) -> PaymentAuthorisation:
+    """An SCA redirect for the next signer (the same one again while an SCA is still in progress)."""
+    if payment.status not in (S.RCVD, S.PATC):
+        raise PaymentRefused(
+            409,
+            "CONFLICT",
+            f"The payment needs no further authorisation (transactionStatus {payment.status}).",
+        )
+    current = selectors.authorisation_in_progress(payment=payment, now=now)
+    if current is not None:
+        return current
+    signed = set(payment.signatures.values_list("customer_id", flat=True))
+    # The first signer is the PSU who initiated; a further signer is any other user of the agreement (the one
+    # named by PSU-ID when the TPP sends the PSU-ID of someone who has not signed yet).
+    if not signed:
+        expected: PsuIdentity | None = payment.psu
+    elif requesting_psu is not None and requesting_psu.customer_id not in signed:
+        expected = requesting_psu
+    else:
+        expected = None
+    session = bank_services.sca_start(
+        purpose=ScaPurpose.PAYMENT,
+        tpp_org_id=payment.tpp_org_id,
+        tpp_name=tpp_name,
+        tpp_session_id=tpp_session_id,
+        redirect_uri=redirect_uri,
+        now=now,
+        psu=expected,
+        context=payment.agreement.context,
+        agreement=payment.agreement,
+    )
+    return PaymentAuthorisation.objects.create(
+        authorisation_id=opaque_id("authorisation", secrets.token_hex(16)),
+        payment=payment,
+        sca_session=session,
+        created_at=now,
+    )
+
+
+def payment_sign(*, session: ScaSession, now: dt.datetime) -> PsuIdentity:
+    """The PSU approved the payment on the SCA screen: one more signature; PATC or PDNG when complete."""
+    assert session.customer is not None and session.agreement is not None
+    authorisation = PaymentAuthorisation.objects.get(sca_session=session)
+    payment = Payment.objects.select_for_update().select_related("agreement").get(pk=authorisation.payment_id)
+    if payment.status not in (S.RCVD, S.PATC):
+        raise DomainError(f"The payment is no longer waiting for approval (status {payment.status}).")
+    if session.agreement_id != payment.agreement_id:
+        raise DomainError(
+            f"This payment was made in the context {payment.agreement.context} ({payment.agreement.name}); "
+            "cancel and choose that context."
+        )
+    psu = bank_services.psu_identity_get_or_create(
+        tpp_org_id=session.tpp_org_id, customer=session.customer, now=now
+    )
+    try:
+        with transaction.atomic():
+            PaymentSignature.objects.create(
+                payment=payment, customer=session.customer, psu=psu, authorisation=authorisation, signed_at=now
+            )
+    except IntegrityError:
+        raise DomainError(
+            "You have already approved this payment; another person authorised for the agreement must sign."
+        ) from None
+    signed = payment.signatures.count()
+    if signed >= payment.signers_required:
+        payment_move(
+            payment,
+            to=S.PDNG,
+            now=now,
+            reason=f"approved in SCA by signer {signed} of {payment.signers_required}",
+            authorised_at=now,
+            next_batch_at=next_slot_after(now),
+        )
+    else:
+        payment_move(
+            payment,
+            to=S.PATC,
+            now=now,
+            reason=f"approved in SCA by signer {signed} of {payment.signers_required}; more signatures needed",
+        )
+    return psu
+
+
+def payment_cancel(*, payment: Payment, now: dt.datetime) -> None:
+    if payment.status not in CANCELLABLE:
+        raise PaymentRefused(
+            409,
+            "CONFLICT",
+            f"The payment can no longer be cancelled (transactionStatus {payment.status}).",
+        )
+    payment_move(payment, to=S.CANC, now=now, reason="cancelled by the TPP (DELETE)", next_batch_at=None)
