@@ -1,6 +1,6 @@
 from django.urls import path
 
-from accounts import views_auth
+from accounts import views_auth, views_bank
 
 # The names are Django's own (login, logout, password_reset_confirm ...) so its views and mails find them.
 auth_patterns = [
@@ -25,4 +25,16 @@ auth_patterns = [
     path("account/", views_auth.account, name="account"),
 ]
 
-urlpatterns = [*auth_patterns]
+# tpp_portal.bank.CALLBACK_PATH is the TPP-Redirect-URI sent to the bank: keep "bank/callback" in step with it.
+bank_patterns = [
+    path("bank/callback", views_bank.callback, name="bank-callback"),
+    path("bank/connect/", views_bank.connect, name="bank-connect"),
+    path("bank/connections/", views_bank.connections, name="bank-connections"),
+    path("bank/connections/<int:pk>/reconnect/", views_bank.reconnect, name="bank-reconnect"),
+    path("bank/connections/<int:pk>/disconnect/", views_bank.disconnect, name="bank-disconnect"),
+    path("bank/connections/<int:pk>/agreements/", views_bank.agreements, name="bank-agreements"),
+    path("bank/accounts/", views_bank.accounts_overview, name="bank-accounts"),
+    path("bank/accounts/refresh/", views_bank.accounts_refresh, name="bank-accounts-refresh"),
+]
+
+urlpatterns = [*auth_patterns, *bank_patterns]

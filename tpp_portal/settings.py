@@ -9,11 +9,14 @@ real secret key and passes ``manage.py check --deploy`` without warnings.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
 from celery.schedules import crontab
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
@@ -194,6 +197,11 @@ CELERY_BEAT_SCHEDULE = {
         # 15:30 UTC is after publication all year; the morning run fills a missed day.
         "schedule": crontab(minute=30, hour="7,15", day_of_week="mon-fri"),
     },
+    "send-consent-reminders": {
+        "task": "accounts.send_consent_reminders",
+        # Mails 14, 7 and 1 days before a consent expires; each reminder is sent once per consent.
+        "schedule": crontab(minute=15, hour=6),
+    },
 }
 
 # --- the bank --------------------------------------------------------------------------------------------
@@ -274,6 +282,51 @@ AXES_LOCKOUT_CALLABLE = "accounts.views_auth.lockout"  # a page saying why and f
 SENSITIVE_IDLE_TIMEOUT = 300
 # require_recent_authentication: a payment is submitted only within this many seconds of the password.
 REAUTH_MAX_AGE = 300
+
+# --- encryption at rest of bank identifiers (accounts/crypto.py) ------------------------------------------
+# PSU-ID and PSU-Corporate-ID are stored encrypted (MultiFernet): FIELD_ENCRYPTION_KEYS holds comma-separated
+# Fernet keys (make one with `python -c "from cryptography.fernet import Fernet; print(Fernet.generate_key()
+# .decode())"`); the first encrypts, all decrypt. Rotate: put a new key first, run
+# `manage.py rotate_field_encryption`, then remove the old key. FIELD_HASH_KEY keys the HMAC-SHA256 lookup hashes
+# stored beside encrypted values (changing it orphans those hashes). Production requires both; elsewhere they
+# are DERIVED FROM SECRET_KEY, which is for development and tests only.
+FIELD_ENCRYPTION_KEYS = [
+    key.strip()
+    for key in (
+        env.str(
+            "FIELD_ENCRYPTION_KEYS",
+            None,
+            help="comma-separated Fernet keys for data at rest; the first encrypts (required in production)",
+            secret=True,
+        )
+        or ""
+    ).split(",")
+    if key.strip()
+]
+FIELD_HASH_KEY = env.str(
+    "FIELD_HASH_KEY",
+    None,
+    help="key of the HMAC-SHA256 lookup hashes of encrypted values, 32+ characters (required in production)",
+    secret=True,
+)
+for _name, _value in (("FIELD_ENCRYPTION_KEYS", FIELD_ENCRYPTION_KEYS), ("FIELD_HASH_KEY", FIELD_HASH_KEY)):
+    if PRODUCTION and not _value:
+        raise ImproperlyConfigured(f"{_name}: required in production (or {_name}_FILE)")
+if not FIELD_ENCRYPTION_KEYS:  # development and tests only (refused in production above)
+    FIELD_ENCRYPTION_KEYS = [
+        base64.urlsafe_b64encode(hashlib.sha256(b"dev field encryption|" + SECRET_KEY.encode()).digest()).decode()
+    ]
+if not FIELD_HASH_KEY:  # development and tests only (refused in production above)
+    FIELD_HASH_KEY = hashlib.sha256(b"dev field hash|" + SECRET_KEY.encode()).hexdigest()
+for _key in FIELD_ENCRYPTION_KEYS:
+    try:
+        Fernet(_key)
+    except ValueError:
+        raise ImproperlyConfigured(
+            "FIELD_ENCRYPTION_KEYS: every key must be a Fernet key (32 url-safe base64-encoded bytes)"
+        ) from None
+if len(FIELD_HASH_KEY) < 32:
+    raise ImproperlyConfigured("FIELD_HASH_KEY: must be at least 32 characters")
 
 # E-mail (password resets, consent reminders). The console backend writes whole messages, reset links
 # included, to standard output: development only. Production needs a real server.

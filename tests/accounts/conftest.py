@@ -4,6 +4,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+# The sandbox bank as a real process (session), and `live_bank` pointing the portal's client at it.
+from tests.live_bank import live_bank, live_bank_server  # noqa: F401
+
 
 class Clock:
     """The clock of accounts.security, moved by hand."""
