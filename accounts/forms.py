@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib.auth import authenticate, get_user_model, password_validation
-from django.contrib.auth.forms import AuthenticationForm, SetPasswordMixin
+from django.contrib.auth.forms import AuthenticationForm, PasswordChangeForm, SetPasswordMixin
 from django.utils.translation import gettext_lazy as _
 
-from accounts import user_selectors
+from accounts import user_services
 
 User = get_user_model()
 
@@ -31,20 +31,14 @@ class SignUpForm(SetPasswordMixin, forms.Form):
     )
     password1, password2 = SetPasswordMixin.create_password_fields()
 
-    error_messages = {
-        **SetPasswordMixin.error_messages,
-        "email_taken": _("An account with this e-mail address already exists. Sign in or reset your password."),
-    }
-
+    # No "address already in use" error: that would tell anyone which addresses have accounts. The sign-up
+    # service mails the owner instead, and the page answers the same in every case.
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["password1"].help_text = _password_help_text()
 
     def clean_email(self) -> str:
-        email = User.objects.normalize_email(self.cleaned_data["email"]).lower()
-        if user_selectors.user_email_taken(email=email):
-            raise forms.ValidationError(self.error_messages["email_taken"], code="email_taken")
-        return email
+        return User.objects.normalize_email(self.cleaned_data["email"]).lower()
 
     def clean(self):
         cleaned = super().clean()
@@ -85,8 +79,39 @@ class ReauthenticateForm(forms.Form):
 
     def clean_password(self) -> str:
         password = self.cleaned_data["password"]
-        user = self.request.user
-        authenticated = authenticate(self.request, username=user.get_username(), password=password)
-        if authenticated is None or authenticated.pk != user.pk:
+        if not password_confirms_user(self.request, password):
             raise forms.ValidationError(self.error_messages["invalid_password"], code="invalid_password")
         return password
+
+
+def password_confirms_user(request, password: str) -> bool:
+    """True when ``password`` is the signed-in user's, checked through authenticate() so django-axes counts it.
+
+    A wrong password is a failed sign-in for django-axes (five in a row lock the name and address out; the
+    locked-out answer is raised from authenticate itself). A right one forgets the earlier failures of this user
+    from this address, as a successful sign-in does, so typos spread over a day do not add up to a lockout.
+    """
+    user = request.user
+    authenticated = authenticate(request, username=user.get_username(), password=password)
+    if authenticated is None or authenticated.pk != user.pk:
+        return False
+    user_services.user_reset_failed_sign_ins(request=request, username=user.get_username())
+    return True
+
+
+class CountedPasswordChangeForm(PasswordChangeForm):
+    """Django's password-change form, but the old password goes through authenticate() (django-axes counts it).
+
+    Django's form calls user.check_password(), which no sign-in limit sees: anyone holding a session could guess
+    the password without limit there.
+    """
+
+    def __init__(self, user, *args, request, **kwargs):
+        super().__init__(user, *args, **kwargs)
+        self.request = request
+
+    def clean_old_password(self) -> str:
+        old_password = self.cleaned_data["old_password"]
+        if not password_confirms_user(self.request, old_password):
+            raise forms.ValidationError(self.error_messages["password_incorrect"], code="password_incorrect")
+        return old_password

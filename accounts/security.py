@@ -11,11 +11,22 @@ Three rules live here, so that every later page applies them the same way:
 - **Recent authentication before a payment.** :func:`require_recent_authentication` asks for the password again
   unless the user typed it within ``REAUTH_MAX_AGE`` seconds (signing in counts); the payments code can also
   call :func:`ensure_recent_authentication` where a decorator does not fit.
+- **The admin is a sensitive page as a whole.** Every request under the admin's address (``admin:index``) of a
+  signed-in user whose session is idle-expired signs them out and sends them to the admin's sign-in page, so
+  staff sessions get the same idle timeout as customers' account pages, whatever the session lifetime.
 - **Ownership.** :func:`get_owned_or_404` fetches an object only when it belongs to the user; anyone else's
   object is a 404, so ids cannot be probed.
 
 Times are timezone-aware UTC, stored in the session as ISO 8601 text. :func:`now` is the one clock of this
-module (tests move it).
+module (tests move it). Several web hosts never share one clock exactly, so a stamp up to ``CLOCK_SKEW`` in the
+future is taken as "just now", not as unreadable.
+
+The activity stamp is rewritten only when it is more than ``ACTIVITY_STAMP_INTERVAL`` old. A session is saved
+whole by every request that modifies it, so a request that stamped activity on every call would write back the
+session as it read it: a payment request running alongside the one that cleared the re-authentication
+(:func:`session_forget_reauthentication`) would restore it. Unmodified sessions are not saved, which closes that
+window for requests within the interval; the price is that the idle timeout may be reached up to that many
+seconds early.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import models
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, resolve_url
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.utils.http import urlencode
@@ -41,6 +53,10 @@ from django.utils.translation import ngettext
 LAST_ACTIVITY_KEY = "accounts.last_activity_at"
 IDLE_EXPIRED_KEY = "accounts.idle_expired"
 REAUTHENTICATED_KEY = "accounts.reauthenticated_at"
+# How far in the future a stamp may be (another web host's clock, an NTP step back) and still count as now.
+CLOCK_SKEW = timedelta(seconds=5)
+# The activity stamp is left as it is when younger than this (see the module docstring).
+ACTIVITY_STAMP_INTERVAL = timedelta(seconds=10)
 
 ModelT = TypeVar("ModelT", bound=models.Model)
 View = Callable[..., HttpResponse]
@@ -68,12 +84,13 @@ def _write_time(request: HttpRequest, key: str, moment: datetime) -> None:
 
 
 def _elapsed_since(request: HttpRequest, key: str, max_age: timedelta) -> bool:
-    """True when the timestamp under ``key`` is missing, in the future, or older than ``max_age``."""
+    """True when the timestamp under ``key`` is missing, more than CLOCK_SKEW in the future, or older than
+    ``max_age``."""
     moment = _read_time(request, key)
     if moment is None:
         return True
     age = now() - moment
-    return age < timedelta(0) or age > max_age
+    return age < -CLOCK_SKEW or age > max_age
 
 
 def idle_timeout() -> timedelta:
@@ -99,6 +116,8 @@ def session_record_activity(request: HttpRequest) -> None:
     """Note a request of a signed-in user; mark the session idle-expired when the previous one is too old."""
     if _elapsed_since(request, LAST_ACTIVITY_KEY, idle_timeout()):
         request.session[IDLE_EXPIRED_KEY] = True
+    elif not _elapsed_since(request, LAST_ACTIVITY_KEY, ACTIVITY_STAMP_INTERVAL):
+        return  # stamped moments ago: leave the session unmodified, so this request does not save it
     _write_time(request, LAST_ACTIVITY_KEY, now())
 
 
@@ -142,11 +161,30 @@ class SessionActivityMiddleware:
             session_record_activity(request)
         return self.get_response(request)
 
+    def process_view(self, request: HttpRequest, view_func: View, view_args: Any, view_kwargs: Any):
+        """The admin as a whole is a sensitive page (here, so that the later middleware has run: messages)."""
+        if (
+            request.user.is_authenticated
+            and _is_admin_path(request.path_info)
+            and session_is_idle_expired(request)
+        ):
+            return _idle_sign_out(request, login_url=reverse("admin:login"))
+        return None
+
+
+def _is_admin_path(path: str) -> bool:
+    """True for the admin's pages (the prefix is wherever the URLconf mounts ``admin.site``)."""
+    try:
+        prefix = reverse("admin:index")
+    except NoReverseMatch:  # a URLconf without the admin
+        return False
+    return path.startswith(prefix)
+
 
 # --- sensitive pages --------------------------------------------------------------------------------------
 
 
-def _idle_sign_out(request: HttpRequest) -> HttpResponse:
+def _idle_sign_out(request: HttpRequest, *, login_url: str | None = None) -> HttpResponse:
     path = request.get_full_path()
     logout(request)
     minutes = max(1, settings.SENSITIVE_IDLE_TIMEOUT // 60)
@@ -161,7 +199,9 @@ def _idle_sign_out(request: HttpRequest) -> HttpResponse:
         )
         % {"minutes": minutes},
     )
-    return redirect_to_login(path)
+    response = redirect_to_login(path, login_url)
+    add_never_cache_headers(response)
+    return response
 
 
 def sensitive_page(view: View) -> View:

@@ -10,18 +10,19 @@ import math
 from axes.helpers import get_cool_off
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import login
+from django.contrib.auth import get_user_model, login
 from django.contrib.auth import views as auth_views
+from django.core.exceptions import ValidationError
 from django.shortcuts import redirect, render, resolve_url
 from django.urls import reverse_lazy
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.http import url_has_allowed_host_and_scheme, urlsafe_base64_decode
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.debug import sensitive_post_parameters
 
 from accounts import user_services
-from accounts.forms import ReauthenticateForm, SignInForm, SignUpForm
+from accounts.forms import CountedPasswordChangeForm, ReauthenticateForm, SignInForm, SignUpForm
 from accounts.security import (
     SensitivePageMixin,
     is_recently_authenticated,
@@ -59,21 +60,49 @@ class SignOutView(auth_views.LogoutView):
 @csrf_protect
 @never_cache
 def sign_up(request):
+    """Always the same answer, "check your e-mail", whether or not the address has an account (see the service)."""
     if request.user.is_authenticated:
         return redirect(settings.LOGIN_REDIRECT_URL)
     form = SignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        try:
-            user = user_services.user_sign_up(
-                email=form.cleaned_data["email"], password=form.cleaned_data["password1"]
-            )
-        except user_services.EmailAlreadyRegistered:
-            form.add_error("email", form.error_messages["email_taken"])
-        else:
-            login(request, user, backend=_MODEL_BACKEND)
-            messages.success(request, _("Welcome! Your account is ready."))
-            return redirect(_safe_next(request, "account"))
+        user_services.user_sign_up(
+            email=form.cleaned_data["email"],
+            password=form.cleaned_data["password1"],
+            next_url=_safe_next(request, "account"),
+        )
+        return redirect("signup_sent")
     return render(request, "registration/signup.html", {"form": form, "next": request.GET.get("next", "")})
+
+
+def sign_up_sent(request):
+    return render(request, "registration/signup_sent.html")
+
+
+@csrf_protect
+@never_cache
+def sign_up_confirm(request, uidb64, token):
+    """The link of the confirmation mail: a page with one button (a GET changes nothing, for mail scanners)."""
+    user = _user_from_uidb64(uidb64)
+    valid = user is not None and user_services.sign_up_token_generator.check_token(user, token)
+    if valid and request.method == "POST":
+        user_services.user_activate(user=user)
+        login(request, user, backend=_MODEL_BACKEND)
+        messages.success(request, _("Welcome! Your account is ready."))
+        return redirect(_safe_next(request, "account"))
+    return render(
+        request,
+        "registration/signup_confirm.html",
+        {"validlink": valid, "next": request.GET.get("next", "")},
+        status=200 if valid else 400,
+    )
+
+
+def _user_from_uidb64(uidb64: str):
+    User = get_user_model()
+    try:
+        return User.objects.get(pk=urlsafe_base64_decode(uidb64).decode())
+    except (TypeError, ValueError, OverflowError, User.DoesNotExist, ValidationError):
+        return None
 
 
 @sensitive_page
@@ -82,8 +111,12 @@ def account(request):
 
 
 class PasswordChangeView(SensitivePageMixin, auth_views.PasswordChangeView):
+    form_class = CountedPasswordChangeForm  # a wrong old password counts as a failed sign-in (django-axes)
     template_name = "registration/password_change_form.html"
     success_url = reverse_lazy("password_change_done")
+
+    def get_form_kwargs(self):
+        return {**super().get_form_kwargs(), "request": self.request}
 
     def form_valid(self, form):
         response = super().form_valid(form)

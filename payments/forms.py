@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
+from decimal import Decimal, InvalidOperation
 
 from babel import Locale, UnknownLocaleError
 from babel.numbers import get_currency_name
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils import formats
 from django.utils.translation import get_language, to_locale
 from django.utils.translation import gettext_lazy as _
 from stdnum.exceptions import ValidationError as StdnumValidationError
@@ -113,12 +115,45 @@ def _text(
 
 
 class AmountField(forms.DecimalField):
-    """A DecimalField that also accepts the spaces people group digits with ("150 000", "1 250,50" in nb)."""
+    """A DecimalField that also accepts the spaces people group digits with ("150 000", "1 250,50" in nb).
+
+    Only the active language's decimal separator is accepted, and the other of "." and "," is refused with a
+    message saying so: in Norwegian "150.000" means 150 000 (a point groups thousands), while Python would read
+    150, and in English "150,000" could be either. Spaces are the one grouping accepted in both languages.
+
+    Zeros typed beyond ``decimal_places`` are dropped ("100.000000" is 100.00000), so that, as
+    payments.validators.validate_amount says, the value is checked and not the typing; a non-zero digit there
+    is still refused (max_decimal_places).
+    """
+
+    default_error_messages = {
+        "point_in_comma_locale": _(
+            "Write the amount without points: use a comma for decimals and a space (or nothing) between "
+            "thousands, for example 150 000 or 1 250,50."
+        ),
+        "comma_in_point_locale": _(
+            "Write the amount without commas: use a point for decimals and a space (or nothing) between "
+            "thousands, for example 150 000 or 1 250.50."
+        ),
+    }
 
     def to_python(self, value):
         if isinstance(value, str):
             value = "".join(value.split()).replace("\u202f", "")
-        return super().to_python(value)
+            decimal_separator = formats.get_format("DECIMAL_SEPARATOR") if self.localize else "."
+            if decimal_separator == "," and "." in value:
+                raise ValidationError(self.error_messages["point_in_comma_locale"], code="point_in_comma_locale")
+            if decimal_separator == "." and "," in value:
+                raise ValidationError(self.error_messages["comma_in_point_locale"], code="comma_in_point_locale")
+        number = super().to_python(value)
+        if number is not None and self.decimal_places is not None and number.is_finite():
+            step = Decimal(1).scaleb(-self.decimal_places)
+            try:
+                if -number.as_tuple().exponent > self.decimal_places and number == number.quantize(step):
+                    number = number.quantize(step)
+            except InvalidOperation:  # more digits than the context holds: max_digits refuses it
+                pass
+        return number
 
 
 class CrossBorderPaymentForm(forms.Form):

@@ -52,20 +52,25 @@ class NokEquivalent:
     source: str  # ExchangeRateSource value, or "" for NOK
 
 
-def exchange_rate_latest(*, currency: str, on_date: date) -> ExchangeRate | None:
-    """The latest rate of ``currency`` dated on or before ``on_date`` (ties: staff, Norges Bank, seed)."""
-    return (
-        ExchangeRate.objects.filter(currency=currency, rate_date__lte=on_date)
-        .annotate(source_priority=_SOURCE_PRIORITY)
-        .order_by("-rate_date", "source_priority")
-        .first()
-    )
+def exchange_rate_latest(*, currency: str, on_date: date, published_only: bool = False) -> ExchangeRate | None:
+    """The latest rate of ``currency`` dated on or before ``on_date`` (ties: staff, Norges Bank, seed).
+
+    ``published_only`` leaves out the seed rows: they are plausible figures shipped with the portal for display
+    before the first fetch, not Norges Bank's published rates, and must not decide anything.
+    """
+    rates = ExchangeRate.objects.filter(currency=currency, rate_date__lte=on_date)
+    if published_only:
+        rates = rates.exclude(source=ExchangeRateSource.SEED)
+    return rates.annotate(source_priority=_SOURCE_PRIORITY).order_by("-rate_date", "source_priority").first()
 
 
-def nok_equivalent(amount: Decimal, currency: str, *, on_date: date) -> NokEquivalent:
+def nok_equivalent(
+    amount: Decimal, currency: str, *, on_date: date, published_only: bool = False
+) -> NokEquivalent:
     """``amount`` of ``currency`` in NOK at the latest rate on or before ``on_date``.
 
-    Raises ExchangeRateUnavailable when there is no such rate. NOK converts to itself without a lookup.
+    Raises ExchangeRateUnavailable when there is no such rate. NOK converts to itself without a lookup. The
+    result may come from a seed rate (``source`` says so; show it as an estimate) unless ``published_only``.
     """
     if isinstance(amount, float):
         raise TypeError("amounts are never floats")
@@ -78,7 +83,7 @@ def nok_equivalent(amount: Decimal, currency: str, *, on_date: date) -> NokEquiv
             rate_date=None,
             source="",
         )
-    rate = exchange_rate_latest(currency=currency, on_date=on_date)
+    rate = exchange_rate_latest(currency=currency, on_date=on_date, published_only=published_only)
     if rate is None:
         raise ExchangeRateUnavailable(currency, on_date)
     value = (amount * rate.rate / rate.unit).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
@@ -97,7 +102,8 @@ class ReportingReason(enum.StrEnum):
     NOK_BELOW_THRESHOLD = "nok-below-threshold"
     EQUIVALENT_NEAR_OR_ABOVE = "equivalent-near-or-above"  # NOK equivalent within the margin or above
     EQUIVALENT_BELOW = "equivalent-below"
-    NO_RATE = "no-rate"  # cannot tell: ask, the bank would refuse a payment that needed them
+    # cannot tell (no rate, or only a seed rate): ask, the bank would refuse a payment that needed them
+    NO_RATE = "no-rate"
     STALE_RATE = "stale-rate"  # the newest rate is too old to trust near the threshold
 
 
@@ -126,7 +132,10 @@ def regulatory_reporting_requirement(*, amount: Decimal, currency: str, on_date:
 
     NOK: from exactly the threshold (100 000). Other currencies: from the threshold less the margin
     (95 000 NOK equivalent with the default 5 %), at the latest rate on or before ``on_date``; when there is
-    no rate, or it is older than EXCHANGE_RATE_MAX_AGE_DAYS, we cannot tell, and require them.
+    no rate, or it is older than EXCHANGE_RATE_MAX_AGE_DAYS, we cannot tell, and require them. Seed rates
+    (ExchangeRateSource.SEED: shipped with the portal, not Norges Bank's published figures) never decide: with
+    only a seed rate the answer is NO_RATE, and ``equivalent`` then carries the seed estimate for display, its
+    ``source`` saying "seed".
     """
     threshold = regulatory_threshold_nok()
     if currency == NOK:
@@ -141,9 +150,13 @@ def regulatory_reporting_requirement(*, amount: Decimal, currency: str, on_date:
         )
     applied = (threshold * (Decimal(1) - regulatory_margin())).quantize(Decimal("0.01"))
     try:
-        equivalent = nok_equivalent(amount, currency, on_date=on_date)
+        equivalent = nok_equivalent(amount, currency, on_date=on_date, published_only=True)
     except ExchangeRateUnavailable:
-        return ReportingRequirement(True, ReportingReason.NO_RATE, threshold, applied, None)
+        try:
+            estimate = nok_equivalent(amount, currency, on_date=on_date)  # a seed rate, for display only
+        except ExchangeRateUnavailable:
+            estimate = None
+        return ReportingRequirement(True, ReportingReason.NO_RATE, threshold, applied, estimate)
     max_age = int(getattr(settings, "EXCHANGE_RATE_MAX_AGE_DAYS", DEFAULT_RATE_MAX_AGE_DAYS))
     assert equivalent.rate_date is not None
     if on_date - equivalent.rate_date > timedelta(days=max_age):

@@ -38,12 +38,13 @@ from tpp_portal.money import minor_units
 # "for example an emoji" (spec section 1). Downstream payment systems commonly store text in 3-byte UTF-8
 # (the Basic Multilingual Plane only), so we refuse:
 #   - anything outside the BMP (code points above U+FFFF: nearly all emoji, historic scripts);
-#   - control characters (Cc: tab, newline, NUL ...), format characters (Cf: zero-width joiners, bidi
-#     overrides that make a name read differently than it is stored), surrogates (Cs), private-use (Co) and
-#     unassigned (Cn) code points;
+#   - control characters (Cc: tab, newline, NUL ...), the line and paragraph separators U+2028 and U+2029
+#     (Zl, Zp: line breaks by another name, which would break a name or message over lines), format
+#     characters (Cf: zero-width joiners, bidi overrides that make a name read differently than it is stored),
+#     surrogates (Cs), private-use (Co) and unassigned (Cn) code points;
 #   - the emoji that do live in the BMP: variation selectors (which turn a character into an emoji), the
 #     Miscellaneous Symbols and Dingbats blocks, and the Miscellaneous Symbols and Arrows block.
-_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn"})
+_REFUSED_CATEGORIES = frozenset({"Cc", "Zl", "Zp", "Cf", "Cs", "Co", "Cn"})
 _REFUSED_BMP_RANGES = (
     (0x2600, 0x27BF),  # Miscellaneous Symbols, Dingbats
     (0x2B00, 0x2BFF),  # Miscellaneous Symbols and Arrows

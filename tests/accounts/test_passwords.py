@@ -1,8 +1,12 @@
 """Changing the password (signed in) and resetting it by a link sent through Django's mail framework."""
 
 import re
+from datetime import timedelta
+from unittest import mock
 
 import pytest
+from axes.models import AccessAttempt
+from django.contrib.auth.tokens import PasswordResetTokenGenerator
 from django.core import mail
 from django.urls import reverse
 
@@ -98,3 +102,48 @@ def test_reset_ignores_the_host_header_in_the_link(client, alice, settings):
     client.post(reverse("password_reset"), {"email": alice.email}, HTTP_HOST="evil.example")
     [message] = mail.outbox
     assert "evil.example" not in message.body
+
+
+# --- the old password is a counted sign-in attempt (django-axes) ---------------------------------------------
+def _change(client, old_password):
+    return client.post(
+        reverse("password_change"),
+        {"old_password": old_password, "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD},
+    )
+
+
+def test_guessing_the_old_password_is_locked_out(alice_client, alice, password):
+    statuses = [_change(alice_client, f"guess-{n}").status_code for n in range(5)]
+    assert statuses == [200, 200, 200, 200, 429]
+    assert AccessAttempt.objects.get(username=alice.email).failures_since_start == 5
+    # Locked out, even the right old password no longer changes anything.
+    assert _change(alice_client, password).status_code == 429
+    alice.refresh_from_db()
+    assert alice.check_password(password)
+    assert mail.outbox == []
+
+
+def test_the_right_old_password_forgets_earlier_failures(alice_client, alice, password):
+    for n in range(4):
+        assert _change(alice_client, f"typo-{n}").status_code == 200
+    assert AccessAttempt.objects.get().failures_since_start == 4
+    assert _change(alice_client, password)["Location"] == reverse("password_change_done")
+    assert not AccessAttempt.objects.exists()
+
+
+def test_reset_links_live_for_one_hour(client, alice, settings):
+    """PASSWORD_RESET_TIMEOUT is one hour: a link is honoured at 59 minutes and refused after 61."""
+    assert settings.PASSWORD_RESET_TIMEOUT == 3600
+    client.post(reverse("password_reset"), {"email": alice.email})
+    link = _reset_link(mail.outbox[-1])
+    issued = PasswordResetTokenGenerator()._now()  # Django's own clock for tokens (naive local time)
+    with mock.patch.object(PasswordResetTokenGenerator, "_now", return_value=issued + timedelta(minutes=59)):
+        assert client.get(link, follow=True).context["validlink"] is True
+    with mock.patch.object(PasswordResetTokenGenerator, "_now", return_value=issued + timedelta(minutes=61)):
+        late = client.get(link, follow=True)
+    assert late.context["validlink"] is False
+
+
+def test_the_reset_page_states_the_one_hour_lifetime(client):
+    page = client.get(reverse("password_reset_done"))
+    assert "expires after one hour" in page.content.decode()

@@ -99,3 +99,15 @@ def test_helpers_for_the_payments_code(signed_in, clock, settings, alice):
     assert security.is_recently_authenticated(request)
     security.session_forget_reauthentication(request)
     assert not security.is_recently_authenticated(request)
+
+
+def test_the_right_password_forgets_earlier_failures(signed_in, clock, password, alice):
+    keep_active(signed_in, clock, 8)
+    for n in range(4):
+        assert signed_in.post(REAUTH, {"password": f"typo-{n}", "next": PAY}).status_code == 200
+    assert AccessAttempt.objects.get().failures_since_start == 4
+    assert signed_in.post(REAUTH, {"password": password, "next": PAY})["Location"] == PAY
+    assert not AccessAttempt.objects.exists()
+    # One more typo is one failure, not the fifth: no lockout, and signing in still works.
+    assert signed_in.post(REAUTH, {"password": "typo-again", "next": PAY}).status_code == 200
+    assert AccessAttempt.objects.get().failures_since_start == 1

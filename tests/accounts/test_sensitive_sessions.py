@@ -1,14 +1,18 @@
 """Sensitive pages end the session after SENSITIVE_IDLE_TIMEOUT without activity; other pages do not."""
 
 from datetime import datetime
+from importlib import import_module
 
 import pytest
+from django.conf import settings
+from django.test import RequestFactory
 from django.urls import reverse
 
 from accounts import security
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.accounts.urls")]
 SENSITIVE = "/test/sensitive/"
+PAY = "/test/pay/"
 
 
 @pytest.fixture
@@ -109,3 +113,63 @@ def test_the_timeout_is_a_setting(signed_in, clock, settings):
 def test_anonymous_visitors_get_no_session(client):
     client.get(reverse("home"))
     assert "sessionid" not in client.cookies
+
+
+# --- clocks of several web hosts -------------------------------------------------------------------------------
+def test_a_stamp_a_few_seconds_in_the_future_counts_as_now(signed_in, clock):
+    """Another host whose clock runs 4 s ahead signed the user in: this host must not sign them out."""
+    clock.advance(seconds=-4)
+    assert signed_in.get(SENSITIVE).status_code == 200
+    assert signed_in.get(PAY).content == b"payment GET"  # the password typed "in 4 s" is recent too
+
+
+def test_a_stamp_far_in_the_future_is_not_trusted(signed_in, clock):
+    clock.advance(seconds=-6)
+    assert signed_in.get(SENSITIVE).status_code == 302
+
+
+# --- the activity stamp is not rewritten by every request ------------------------------------------------------
+def test_a_request_moments_after_the_last_leaves_the_session_unsaved(signed_in, clock, alice):
+    """A concurrent request must not write back a re-authentication that another request has just cleared."""
+    key = signed_in.session.session_key
+    engine = import_module(settings.SESSION_ENGINE)
+    racing = engine.SessionStore(key)  # a payment request that loaded the session ...
+    assert security.REAUTHENTICATED_KEY in racing  # (loaded now)
+    clearing = engine.SessionStore(key)  # ... while another submits the payment and clears it
+    request = RequestFactory().get(SENSITIVE)
+    request.user, request.session = alice, clearing
+    security.session_forget_reauthentication(request)
+    clearing.save()
+
+    clock.advance(seconds=3)
+    request = RequestFactory().get(SENSITIVE)
+    request.user, request.session = alice, racing
+    security.session_record_activity(request)
+    assert racing.modified is False  # so SessionMiddleware does not save its stale copy
+    assert security.REAUTHENTICATED_KEY not in engine.SessionStore(key).load()
+
+    clock.advance(seconds=11)
+    security.session_record_activity(request)
+    assert racing.modified is True  # later requests still move the stamp
+    assert datetime.fromisoformat(racing[security.LAST_ACTIVITY_KEY]) == clock.current
+
+
+# --- the admin -------------------------------------------------------------------------------------------------
+def test_the_admin_has_the_idle_timeout(client, charlie, clock):
+    client.force_login(charlie)
+    admin_page = reverse("admin:index")
+    assert client.get(admin_page).status_code == 200
+    clock.advance(minutes=4)
+    assert client.get(admin_page).status_code == 200
+    clock.advance(minutes=5, seconds=1)
+    response = client.get(admin_page)
+    assert response.status_code == 302
+    assert response["Location"] == f"{reverse('admin:login')}?next={admin_page}"
+    assert "_auth_user_id" not in client.session
+    assert "no-cache" in response["Cache-Control"]
+
+
+def test_portal_pages_outside_the_admin_keep_the_normal_session(client, charlie, clock):
+    client.force_login(charlie)
+    clock.advance(hours=1)
+    assert "Signed in as charlie@example.com" in client.get(reverse("home")).content.decode()

@@ -1,7 +1,17 @@
-"""Sign-up: an e-mail address and a password that passes the validators; the new user is signed in."""
+"""Sign-up: an e-mail address and a password that passes the validators, then the link mailed to the address.
+
+The answer is the same whether or not the address has an account ("check your e-mail"): a new address gets a
+link that activates the account and signs in; an address in use gets a mail saying so, with a reset link.
+"""
+
+import re
+from datetime import timedelta
+from unittest import mock
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.tokens import PasswordResetTokenGenerator
+from django.core import mail
 from django.urls import reverse
 
 from tests.factories import UserFactory
@@ -26,28 +36,81 @@ def test_the_page_offers_the_form(client):
         assert f'name="{name}"' in html
 
 
-def test_happy_path_creates_the_user_signs_in_and_opens_the_account_page(client):
+def _link(message) -> str:
+    match = re.search(r"https://portal\.example\.com(/\S+)", message.body)
+    assert match, message.body
+    return match.group(1)
+
+
+@pytest.fixture(autouse=True)
+def _portal_address(settings):
+    settings.PORTAL_BASE_URL = "https://portal.example.com"
+
+
+def test_happy_path_mails_a_link_that_activates_the_account_and_signs_in(client):
     response = sign_up(client)
-    assert response.status_code == 302
-    assert response["Location"] == reverse("account")
+    assert response["Location"] == reverse("signup_sent")
+    assert "Check your e-mail" in client.get(response["Location"]).content.decode()
+    assert "_auth_user_id" not in client.session
 
     user = User.objects.get()
     assert user.username == user.email == "new.person@example.com"
     assert user.check_password(GOOD_PASSWORD)
-    assert not user.is_staff
-    assert client.session["_auth_user_id"] == str(user.pk)
+    assert not user.is_active and not user.is_staff
+    # Not usable before the address is confirmed.
+    assert client.post(reverse("login"), {"username": user.email, "password": GOOD_PASSWORD}).status_code == 200
 
-    page = client.get(reverse("account"))
-    assert page.status_code == 200
-    assert "new.person@example.com" in page.content.decode()
+    [message] = mail.outbox
+    assert message.to == ["new.person@example.com"]
+    assert message.subject == "Confirm your e-mail address for Fjordpay"
+    link = _link(message)
+    page = client.get(link)  # a mail scanner's GET changes nothing
+    assert page.status_code == 200 and "Activate my account" in page.content.decode()
+    user.refresh_from_db()
+    assert not user.is_active
+
+    done = client.post(link)
+    assert done["Location"] == reverse("account")
+    user.refresh_from_db()
+    assert user.is_active
+    assert client.session["_auth_user_id"] == str(user.pk)
+    assert "new.person@example.com" in client.get(reverse("account")).content.decode()
+
+    # The link works once.
+    client.logout()
+    assert client.post(link).status_code == 400
+    assert "This link is not valid" in client.get(link).content.decode()
+
+
+def test_the_link_expires_with_password_reset_links(client, settings):
+    sign_up(client)
+    link = _link(mail.outbox[-1])
+    later = PasswordResetTokenGenerator()._now() + timedelta(seconds=settings.PASSWORD_RESET_TIMEOUT + 60)
+    with mock.patch.object(PasswordResetTokenGenerator, "_now", return_value=later):
+        assert client.post(link).status_code == 400
+    assert not User.objects.get().is_active
+
+
+def test_a_forged_link_activates_nothing(client):
+    sign_up(client)
+    user = User.objects.get()
+    uidb64 = _link(mail.outbox[-1]).rstrip("/").split("/")[-2]
+    for link in (
+        reverse("signup_confirm", kwargs={"uidb64": uidb64, "token": "cmrjqk-0123456789abcdef"}),
+        reverse("signup_confirm", kwargs={"uidb64": "!!", "token": "abc-def"}),
+        reverse("signup_confirm", kwargs={"uidb64": "OTk5OTk", "token": "abc-def"}),
+    ):
+        assert client.post(link).status_code == 400
+    user.refresh_from_db()
+    assert not user.is_active
 
 
 def test_next_is_followed_only_inside_the_portal(client):
-    inside = sign_up(client, next="/account/?tab=1")
-    assert inside["Location"] == "/account/?tab=1"
+    sign_up(client, next="/account/?tab=1")
+    assert client.post(_link(mail.outbox[-1]))["Location"] == "/account/?tab=1"
     client.logout()
-    outside = sign_up(client, email="other@example.com", next="https://evil.example/")
-    assert outside["Location"] == reverse("account")
+    sign_up(client, email="other@example.com", next="https://evil.example/")
+    assert client.post(_link(mail.outbox[-1]))["Location"] == reverse("account")
 
 
 @pytest.mark.parametrize(
@@ -85,12 +148,38 @@ def test_typed_e_mail_is_kept_after_an_error(client):
     assert 'value="keep@example.com"' in response.content.decode()
 
 
-def test_an_address_in_use_is_refused_whatever_its_letter_case(client):
-    UserFactory(email="taken@example.com")
-    response = sign_up(client, email="TAKEN@example.com")
-    assert response.status_code == 200
-    assert "An account with this e-mail address already exists." in response.content.decode()
-    assert User.objects.count() == 1
+def test_an_address_in_use_gets_the_same_answer_and_its_owner_a_mail(client, password):
+    owner = UserFactory(email="taken@example.com")
+    fresh = sign_up(client, email="fresh@example.com")
+    taken = sign_up(client, email="TAKEN@example.com")
+    # The page cannot tell them apart ...
+    assert taken.status_code == fresh.status_code == 302
+    assert taken["Location"] == fresh["Location"] == reverse("signup_sent")
+    assert "_auth_user_id" not in client.session
+    # ... the account in use is untouched ...
+    assert User.objects.filter(email__iexact="taken@example.com").count() == 1
+    owner.refresh_from_db()
+    assert owner.check_password(password) and owner.is_active
+    # ... and its owner is told, with a way back in.
+    notice = mail.outbox[-1]
+    assert notice.to == ["taken@example.com"]
+    assert notice.subject == "Someone tried to sign up to Fjordpay with your address"
+    assert _link(notice) == reverse("password_reset")
+    assert "signup_confirm" not in notice.body and "/auth/sign-up/confirm/" not in notice.body
+
+
+def test_signing_up_again_before_confirming_sends_a_new_link_and_keeps_the_first_password(client):
+    sign_up(client)
+    sign_up(
+        client, email="new.person@example.com", password1="another-password-88", password2="another-password-88"
+    )
+    user = User.objects.get()
+    assert user.check_password(GOOD_PASSWORD)  # a stranger cannot set the password of a pending account
+    assert len(mail.outbox) == 2
+    assert mail.outbox[-1].subject == "Confirm your e-mail address for Fjordpay"
+    client.post(_link(mail.outbox[-1]))
+    user.refresh_from_db()
+    assert user.is_active
 
 
 def test_a_signed_in_user_is_sent_away_from_sign_up(alice_client):

@@ -184,3 +184,26 @@ def test_store_never_overwrites_a_rate_staff_edited(charlie):
     assert summary.kept_staff_edits == [("USD", "2026-11-20")]
     row.refresh_from_db()
     assert row.rate == Decimal("10.25")
+
+
+def test_a_seed_rate_never_decides_but_is_shown_as_an_estimate():
+    """The seed rows are plausible figures, not Norges Bank's: with only them, reporting is required."""
+    assert exchange_rate_latest(currency="USD", on_date=TODAY).source == ExchangeRateSource.SEED
+    decision = regulatory_reporting_requirement(amount=Decimal("1"), currency="USD", on_date=TODAY)
+    assert (decision.required, decision.reason) == (True, ReportingReason.NO_RATE)
+    assert decision.equivalent is not None and decision.equivalent.source == ExchangeRateSource.SEED
+    # nok_equivalent may still use it for display, labelled by its source ...
+    assert nok_equivalent(Decimal("1"), "USD", on_date=TODAY).source == ExchangeRateSource.SEED
+    # ... but not when only published rates count.
+    with pytest.raises(ExchangeRateUnavailable):
+        nok_equivalent(Decimal("1"), "USD", on_date=TODAY, published_only=True)
+
+
+def test_an_older_published_rate_decides_over_a_newer_seed_rate():
+    make_rate("USD", "10.00", on=TODAY - timedelta(days=2))
+    decision = regulatory_reporting_requirement(amount=Decimal("100"), currency="USD", on_date=TODAY)
+    assert (decision.required, decision.reason) == (False, ReportingReason.EQUIVALENT_BELOW)
+    assert (decision.equivalent.source, decision.equivalent.amount_nok) == (
+        ExchangeRateSource.NORGES_BANK,
+        Decimal("1000.00"),
+    )

@@ -108,7 +108,7 @@ def test_a_complete_payment_gives_the_exact_body():
     assert form.reporting_requirement.required
 
 
-def test_optional_fields_are_left_out_when_empty():
+def test_optional_fields_are_left_out_when_empty(eur_rate):  # a published rate: 2 500 EUR needs no code
     form = typed(
         amount="2500.5",
         currency="EUR",
@@ -159,6 +159,49 @@ def test_norwegian_number_format_is_understood():
         form = typed(amount="150 000,5")
         assert form.is_valid(), form.errors
     assert form.bank_body()["instructedAmount"]["amount"] == "150000.50"
+
+
+@pytest.mark.parametrize("typed_amount", ["150.000", "1.250,50", "150.5", "100.000000"])
+def test_in_norwegian_a_point_is_refused_not_read_as_decimals(typed_amount):
+    """ "150.000" is 150 000 to a Norwegian reader; it must not become a payment of 150.00."""
+    with translation.override("nb"):
+        form = typed(amount=typed_amount)
+        assert not form.is_valid()
+        assert codes(form, "amount") == ["point_in_comma_locale"]
+        assert set(form.errors) == {"amount"}
+    with translation.override("en"):
+        message = str(form.fields["amount"].error_messages["point_in_comma_locale"])
+    assert "use a comma for decimals" in message
+
+
+@pytest.mark.parametrize("typed_amount", ["150,000", "1,250.50", "150,5"])
+def test_in_english_a_comma_is_refused_not_guessed(typed_amount):
+    with translation.override("en"):
+        form = typed(amount=typed_amount)
+        assert not form.is_valid()
+        assert codes(form, "amount") == ["comma_in_point_locale"]
+        assert "Write the amount without commas" in form.errors["amount"][0]
+
+
+@pytest.mark.parametrize(
+    ("language", "typed_amount", "amount"),
+    [("nb", "150 000", "150000.00"), ("nb", "150000,00", "150000.00"), ("en", "150 000.5", "150000.50")],
+)
+def test_the_active_decimal_separator_and_spaces_are_accepted(language, typed_amount, amount):
+    with translation.override(language):
+        form = typed(amount=typed_amount)
+        assert form.is_valid(), form.errors
+    assert form.bank_body()["instructedAmount"]["amount"] == amount
+
+
+def test_zeros_beyond_five_decimal_places_are_only_typing():
+    """validate_amount checks the value, not the typing: 100.000000 is 100, a valid amount."""
+    form = typed(amount="150000.000000", currency="NOK")
+    assert form.is_valid(), form.errors
+    assert form.cleaned_data["amount"] == Decimal("150000")
+    assert form.bank_body()["instructedAmount"]["amount"] == "150000.00"
+    refused = typed(amount="150000.000001")
+    assert codes(refused, "amount") == ["max_decimal_places"]
 
 
 def test_consented_accounts_are_a_choice():
