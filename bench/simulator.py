@@ -13,14 +13,10 @@ Payment initiations per second are measured by bench.simulator_payments.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import multiprocessing
 import os
 import re
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -28,18 +24,14 @@ from email.utils import format_datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from devtools.livebank import running_bank, sca_post
+
 ROOT = Path(__file__).resolve().parents[1]
 PRIVATE_1 = "13039319955"
 REDIRECT_URI = "https://tpp.example/callback"
 DURATION = 8.0  # seconds of load
 CLIENTS = 4  # client processes, each with one keep-alive connection
 PER_CLIENT = 3000  # pre-signed requests per client (more than DURATION allows on 2 cores)
-
-
-def _free_port() -> int:
-    with contextlib.closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _now_http() -> str:
@@ -83,29 +75,12 @@ def _consent(base: str, signer, session_id: str) -> tuple[str, str]:
     )
     href = response.json()["_links"]["scaRedirect"]["href"]
     browser = requests.Session()
-
-    def csrf(html: str) -> str:
-        return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
-
     page = browser.get(href, timeout=10)
-    page = browser.post(
-        href,
-        data={"csrfmiddlewaretoken": csrf(page.text), "identity": PRIVATE_1, "action": "identify"},
-        timeout=10,
-    )
+    page = sca_post(browser, href, page, identity=PRIVATE_1, action="identify")
     agreement = re.search(r'name="agreement" value="([^"]+)"', page.text).group(1)
-    page = browser.post(
-        href,
-        data={"csrfmiddlewaretoken": csrf(page.text), "agreement": agreement, "action": "context"},
-        timeout=10,
-    )
+    page = sca_post(browser, href, page, agreement=agreement, action="context")
     accounts = re.findall(r'name="account" value="([^"]+)"', page.text)
-    done = browser.post(
-        href,
-        data={"csrfmiddlewaretoken": csrf(page.text), "account": accounts, "action": "approve"},
-        timeout=10,
-        allow_redirects=False,
-    )
+    done = sca_post(browser, href, page, account=accounts, action="approve")
     psu_id = re.search(r"psu-id=([0-9a-f-]{36})", done.headers["Location"]).group(1)
     signed = signer.sign("GET", "/v1/accounts", _headers(session_id, psu_id), None)
     listing = requests.get(base + "/v1/accounts", headers=signed, timeout=10).json()
@@ -165,85 +140,50 @@ def _verification_cost(signed: dict[str, str], path: str) -> tuple[float, float]
     return full, rsa_only
 
 
+def _verification_in_process(env, signed: dict[str, str], path: str) -> tuple[float, float]:
+    """_verification_cost with the bank's Django set up in this process on the bank's environment ``env``
+    (its settings and database, which must still exist)."""
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    return _verification_cost(signed, path)
+
+
+def _machine() -> str:
+    workers = os.environ.get("BANK_SIM_WORKERS", "2")
+    threads = os.environ.get("BANK_SIM_THREADS", "4")
+    return f"machine: {os.cpu_count()} cores; gunicorn gthread {workers} workers x {threads} threads; SQLite"
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-bank-") as tmp:
-        port = _free_port()
-        base = f"http://127.0.0.1:{port}"
-        env = {
-            **os.environ,
-            "BANK_SIM_DATABASE_URL": f"sqlite:///{Path(tmp) / 'bank.sqlite3'}",
-            "BANK_SIM_PUBLIC_URL": base,
-            "BANK_SIM_BIND": f"127.0.0.1:{port}",
-            "PORT": str(port),
-        }
-        for command in (["migrate", "--noinput", "-v0"], ["sandbox_initialize"]):
-            subprocess.run(
-                [sys.executable, "-m", "bank_simulator", *command],
-                env=env,
-                cwd=ROOT,
-                check=True,
-                capture_output=True,
-                timeout=120,
-            )
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "bank_simulator.wsgi",
-                "--config",
-                "bank_simulator/gunicorn.conf.py",
-            ],
-            env=env,
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            import requests
-
-            deadline = time.monotonic() + 30
-            while True:
-                with contextlib.suppress(requests.ConnectionError):
-                    if requests.get(f"{base}/healthz", timeout=1).status_code == 200:
-                        break
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("the bank did not start")
-                time.sleep(0.2)
+        # The production access log stays on (to the log file), as in bench runs before.
+        with running_bank(Path(tmp), access_log=True) as bank:
             signer = _signer()
             session_id = str(uuid.uuid4())
-            psu_id, path = _consent(base, signer, session_id)
+            psu_id, path = _consent(bank.base_url, signer, session_id)
             started = time.perf_counter()
             batches = [
                 [signer.sign("GET", path, _headers(session_id, psu_id), None) for _ in range(PER_CLIENT)]
                 for _ in range(CLIENTS)
             ]
             sign_cost = (time.perf_counter() - started) / (CLIENTS * PER_CLIENT)
-            host = urlsplit(base).hostname or "127.0.0.1"
+            host = urlsplit(bank.base_url).hostname or "127.0.0.1"
             stop_at = time.monotonic() + DURATION
             started = time.perf_counter()
             with multiprocessing.get_context("fork").Pool(CLIENTS) as pool:
-                results = pool.map(_client, [(host, port, batch, path, stop_at) for batch in batches])
+                results = pool.map(_client, [(host, bank.port, batch, path, stop_at) for batch in batches])
             elapsed = time.perf_counter() - started
-        finally:
-            server.terminate()
-            server.wait(timeout=15)
         ok = sum(r[0] for r in results)
         failed = sum(r[1] for r in results)
 
-        os.environ.update(env)
-        os.environ["DJANGO_SETTINGS_MODULE"] = "bank_simulator.settings"
-        import django
-
-        django.setup()
         fresh = signer.sign("GET", path, _headers(session_id, psu_id), None)
-        verify_full, verify_rsa = _verification_cost(fresh, path)
+        verify_full, verify_rsa = _verification_in_process(bank.env, fresh, path)
 
     reads_per_second = ok / elapsed
     verifications_per_second = 1 / verify_full
-    workers = os.environ.get("BANK_SIM_WORKERS", "2")
-    threads = os.environ.get("BANK_SIM_THREADS", "4")
-    print(f"machine: {os.cpu_count()} cores; gunicorn gthread {workers} workers x {threads} threads; SQLite")
+    print(_machine())
     print(
         f"signed balance reads: {ok} in {elapsed:.2f} s = {reads_per_second:.0f} /s "
         f"({failed} non-200; {CLIENTS} keep-alive client processes on the same cores)"

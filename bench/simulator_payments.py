@@ -14,20 +14,17 @@ Client and server share the machine's cores, so the figures are lower bounds for
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import multiprocessing
-import os
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bench.simulator import ROOT, _consent, _free_port, _headers, _signer, _verification_cost
+from bench.simulator import _consent, _headers, _machine, _signer, _verification_in_process
+from devtools.livebank import running_bank
 
 DURATION = 6.0  # seconds of load per measurement
 CLIENTS = 4
@@ -81,47 +78,9 @@ def main() -> None:
     import requests
 
     with tempfile.TemporaryDirectory(prefix="bench-bank-pay-") as tmp:
-        port = _free_port()
-        base = f"http://127.0.0.1:{port}"
-        env = {
-            **os.environ,
-            "BANK_SIM_DATABASE_URL": f"sqlite:///{Path(tmp) / 'bank.sqlite3'}",
-            "BANK_SIM_PUBLIC_URL": base,
-            "BANK_SIM_BIND": f"127.0.0.1:{port}",
-            "PORT": str(port),
-        }
-        for command in (["migrate", "--noinput", "-v0"], ["sandbox_initialize"]):
-            subprocess.run(
-                [sys.executable, "-m", "bank_simulator", *command],
-                env=env,
-                cwd=ROOT,
-                check=True,
-                capture_output=True,
-                timeout=120,
-            )
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "bank_simulator.wsgi",
-                "--config",
-                "bank_simulator/gunicorn.conf.py",
-            ],
-            env=env,
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                with contextlib.suppress(requests.ConnectionError):
-                    if requests.get(f"{base}/healthz", timeout=1).status_code == 200:
-                        break
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("the bank did not start")
-                time.sleep(0.2)
+        # The production access log stays on (to the log file), as in bench runs before.
+        with running_bank(Path(tmp), access_log=True) as bank:
+            base, port = bank.base_url, bank.port
             signer = _signer()
             session_id = str(uuid.uuid4())
             psu_id, balances_path = _consent(base, signer, session_id)
@@ -153,24 +112,14 @@ def main() -> None:
             ]
             paid, pay_failed, pay_elapsed = _load(host, port, "POST", TARGET, payments)
             read, read_failed, read_elapsed = _load(host, port, "GET", balances_path, reads)
-        finally:
-            server.terminate()
-            server.wait(timeout=15)
 
-        os.environ.update(env)
-        os.environ["DJANGO_SETTINGS_MODULE"] = "bank_simulator.settings"
-        import django
-
-        django.setup()
         fresh = signer.sign("GET", balances_path, _headers(session_id, psu_id), None)
-        verify_full, verify_rsa = _verification_cost(fresh, balances_path)
+        verify_full, verify_rsa = _verification_in_process(bank.env, fresh, balances_path)
 
     payments_per_second = paid / pay_elapsed
     reads_per_second = read / read_elapsed
     verifications_per_second = 1 / verify_full
-    workers = os.environ.get("BANK_SIM_WORKERS", "2")
-    threads = os.environ.get("BANK_SIM_THREADS", "4")
-    print(f"machine: {os.cpu_count()} cores; gunicorn gthread {workers} workers x {threads} threads; SQLite")
+    print(_machine())
     print(
         f"signed payment initiations: {paid} in {pay_elapsed:.2f} s = {payments_per_second:.0f} /s "
         f"({pay_failed} non-201; {CLIENTS} keep-alive client processes on the same cores)"

@@ -11,87 +11,23 @@ Import the fixtures into a conftest: ``from tests.live_bank import live_bank, li
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
 import requests
 
-ROOT = Path(__file__).resolve().parents[1]
+from devtools.livebank import running_bank
+
 PRIVATE_1 = "13039319955"  # Private Customer 1 (facts.md section 1): 2 accounts + 1 card account
 PRIVATE_2 = "12085592767"
 
 
-def _free_port() -> int:
-    with contextlib.closing(socket.socket()) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def live_bank_server(tmp_path_factory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("portal-live-bank")
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {
-        **os.environ,
-        "BANK_SIM_DATABASE_URL": f"sqlite:///{tmp / 'bank.sqlite3'}",
-        "BANK_SIM_PUBLIC_URL": base,
-        "BANK_SIM_BIND": f"127.0.0.1:{port}",
-        "BANK_SIM_WORKERS": "1",
-        "PORT": str(port),
-        "DJANGO_SETTINGS_MODULE": "bank_simulator.settings",
-    }
-    for command in (["migrate", "--noinput", "-v0"], ["sandbox_initialize"]):
-        subprocess.run(
-            [sys.executable, "-m", "bank_simulator", *command],
-            env=env,
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-    log_path = tmp / "gunicorn.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "bank_simulator.wsgi",
-                "--config",
-                "bank_simulator/gunicorn.conf.py",
-                "--access-logfile",
-                "/dev/null",
-            ],
-            env=env,
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    if requests.get(f"{base}/healthz", timeout=1).status_code == 200:
-                        break
-                except requests.ConnectionError:
-                    pass
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the sandbox bank did not start: {log_path.read_text()[-2000:]}")
-                time.sleep(0.2)
-            yield base
-        finally:
-            process.terminate()
-            process.wait(timeout=15)
+    with running_bank(tmp_path_factory.mktemp("portal-live-bank"), workers=1) as bank:
+        yield bank.base_url
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -17,30 +16,10 @@ import requests
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
+from devtools.livebank import NotReady, free_port, wait_for_ok
 from xs2a.signing import imf_fixdate, sign_request
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(url: str, deadline: float, process: subprocess.Popen) -> requests.Response:
-    last: Exception | None = None
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"make run ended with status {process.returncode} before {url} answered")
-        try:
-            response = requests.get(url, timeout=5)
-            if response.status_code == 200:
-                return response
-        except requests.ConnectionError as exc:
-            last = exc
-        time.sleep(0.5)
-    raise AssertionError(f"{url} did not answer 200 in time ({last})")
 
 
 @pytest.fixture
@@ -84,9 +63,13 @@ def test_make_run_brings_up_the_whole_product(make_run):
     process, portal_port, bank_port, log, var_dir = make_run
     deadline = time.monotonic() + 240  # the first run also migrates and generates the sandbox history
     try:
-        portal = wait_for(f"http://127.0.0.1:{portal_port}/healthz", deadline, process)
-        bank = wait_for(f"http://127.0.0.1:{bank_port}/healthz", deadline, process)
-    except AssertionError as exc:
+        portal = wait_for_ok(
+            f"http://127.0.0.1:{portal_port}/healthz", process=process, deadline=deadline, interval=0.5
+        )
+        bank = wait_for_ok(
+            f"http://127.0.0.1:{bank_port}/healthz", process=process, deadline=deadline, interval=0.5
+        )
+    except NotReady as exc:
         raise AssertionError(f"{exc}\n--- make run output ---\n{log.read_text()[-5000:]}") from None
     assert portal.json()["checks"] == {"database": "ok", "broker": "ok"}
     assert bank.status_code == 200

@@ -12,11 +12,10 @@ import re
 import pytest
 import requests
 import schemathesis
-from hypothesis import HealthCheck, given
-from hypothesis import settings as hypothesis_settings
 
+from devtools.livebank import sca_post
 from tests.bank_simulator.conftest import PRIVATE_1, REDIRECT_URI
-from tests.bank_simulator.test_live import LiveTpp, _conforms, _consent, _csrf, live_bank  # noqa: F401 - fixture
+from tests.bank_simulator.helpers import LiveTpp, check_cases, consent, live_bank  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.live_bank
 
@@ -25,31 +24,18 @@ def _approve(href: str, identity: str) -> str:
     browser = requests.Session()
     page = browser.get(href, timeout=10)
     assert page.status_code == 200 and 'name="identity"' in page.text
-    page = browser.post(
-        href,
-        data={"csrfmiddlewaretoken": _csrf(page.text), "identity": identity, "action": "identify"},
-        timeout=10,
-    )
+    page = sca_post(browser, href, page, identity=identity, action="identify")
     agreement = re.search(r'name="agreement" value="([^"]+)"\s*checked', page.text).group(1)
-    page = browser.post(
-        href,
-        data={"csrfmiddlewaretoken": _csrf(page.text), "agreement": agreement, "action": "context"},
-        timeout=10,
-    )
+    page = sca_post(browser, href, page, agreement=agreement, action="context")
     assert "1 250.00 EUR" in page.text and "Müller Maschinenbau GmbH" in page.text  # dynamic linking
-    done = browser.post(
-        href,
-        data={"csrfmiddlewaretoken": _csrf(page.text), "action": "approve"},
-        timeout=10,
-        allow_redirects=False,
-    )
+    done = sca_post(browser, href, page, action="approve")
     assert done.status_code == 302, done.text[:500]
     return done.headers["Location"]
 
 
 def test_payment_over_http(live_bank):  # noqa: F811 - the imported fixture
     tpp = LiveTpp(live_bank)
-    _consent(tpp)  # the same PSU-ID serves the PISP role of the same TPP
+    consent(tpp)  # the same PSU-ID serves the PISP role of the same TPP
     accounts = tpp.send("GET", "/v1/accounts").json()["accounts"]
     main = next(a for a in accounts if a["name"] == "Brukskonto")
     body = {
@@ -90,7 +76,7 @@ def test_payment_over_http(live_bank):  # noqa: F811 - the imported fixture
 def test_schemathesis_payment_operations_with_a_real_payment(live_bank):  # noqa: F811 - the imported fixture
     """Generated requests on the payment operations, with a real product, payment and authorisation id."""
     tpp = LiveTpp(live_bank)
-    _consent(tpp)
+    consent(tpp)
     main = next(a for a in tpp.send("GET", "/v1/accounts").json()["accounts"] if a["name"] == "Brukskonto")
     body = {
         "instructedAmount": {"amount": "10.00", "currency": "NOK"},
@@ -128,16 +114,4 @@ def test_schemathesis_payment_operations_with_a_real_payment(live_bank):  # noqa
         strategy = operation.as_strategy(
             headers=real, path_parameters={k: v for k, v in known.items() if k in names} or None
         )
-
-        @given(case=strategy)
-        @hypothesis_settings(
-            max_examples=12,
-            deadline=None,
-            database=None,
-            derandomize=True,
-            suppress_health_check=list(HealthCheck),
-        )
-        def run(case):
-            _conforms(tpp, case)
-
-        run()
+        check_cases(tpp, strategy, max_examples=12)
