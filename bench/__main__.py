@@ -1,13 +1,14 @@
 """``python -m bench`` (``make bench``): runs every benchmark module of this package in turn.
 
-Each module has a ``main()`` that measures its figures and a baseline in the same run and prints them.
+Each module has a ``main()`` that measures its figures and a baseline in the same run and prints them. Each runs
+in its own interpreter, so that one benchmark's set-up (Django settings, logging) cannot slow another down.
 ``python -m bench NAME ...`` runs only the named ones.
 """
 
 from __future__ import annotations
 
-import importlib
 import pkgutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,8 +28,11 @@ def main(argv: list[str]) -> int:
     for name in chosen:
         print(f"== bench.{name} ==", flush=True)
         started = time.perf_counter()
-        importlib.import_module(f"bench.{name}").main()
+        result = subprocess.run([sys.executable, "-m", f"bench.{name}"], check=False)
         print(f"(bench.{name} took {time.perf_counter() - started:.1f} s)\n", flush=True)
+        if result.returncode != 0:
+            print(f"bench.{name} failed with exit status {result.returncode}")
+            return result.returncode
     return 0
 
 
