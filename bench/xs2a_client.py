@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from devtools import pki
+from devtools.pki import CountingKey
 from xs2a.client import ClientConfig, Xs2aClient
 from xs2a.psu import PsuContext
 from xs2a.signing import certificate_header, key_id
@@ -56,40 +57,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(BODY)))
         self.end_headers()
         self.wfile.write(BODY)
-
-
-class CountingKey(rsa.RSAPrivateKey):
-    """A real key that counts the RSA signatures made with it."""
-
-    def __init__(self, key: rsa.RSAPrivateKey) -> None:
-        self._key = key
-        self.signatures = 0
-
-    def sign(self, data, padding, algorithm):
-        self.signatures += 1
-        return self._key.sign(data, padding, algorithm)
-
-    def decrypt(self, ciphertext, padding):
-        return self._key.decrypt(ciphertext, padding)
-
-    @property
-    def key_size(self):
-        return self._key.key_size
-
-    def public_key(self):
-        return self._key.public_key()
-
-    def private_numbers(self):
-        return self._key.private_numbers()
-
-    def private_bytes(self, encoding, format, encryption_algorithm):
-        return self._key.private_bytes(encoding, format, encryption_algorithm)
-
-    def __copy__(self):
-        return self
-
-    def __deepcopy__(self, memo):
-        return self
 
 
 def _baseline(session: requests.Session, url: str, key: rsa.RSAPrivateKey, kid: str, cert: str) -> None:

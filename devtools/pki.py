@@ -248,6 +248,40 @@ def issue_tls_server(
     return Issued(cert, key)
 
 
+class CountingKey(rsa.RSAPrivateKey):
+    """A real key that counts the RSA signatures made with it (tests and benchmarks: one signature per attempt)."""
+
+    def __init__(self, key: rsa.RSAPrivateKey) -> None:
+        self._key = key
+        self.signatures = 0
+
+    def sign(self, data, padding, algorithm):
+        self.signatures += 1
+        return self._key.sign(data, padding, algorithm)
+
+    def decrypt(self, ciphertext, padding):
+        return self._key.decrypt(ciphertext, padding)
+
+    @property
+    def key_size(self):
+        return self._key.key_size
+
+    def public_key(self):
+        return self._key.public_key()
+
+    def private_numbers(self):
+        return self._key.private_numbers()
+
+    def private_bytes(self, encoding, format, encryption_algorithm):
+        return self._key.private_bytes(encoding, format, encryption_algorithm)
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
 # --- files ---------------------------------------------------------------------------------------------
 
 FILES = ("ca", "tpp-qseal", "bank-signing", "bank-tls")

@@ -7,12 +7,14 @@ import logging
 from tpp_portal.logging import RedactingFilter, RequestIdFilter, redact
 from tpp_portal.requestid import current_request_id
 
+# A PEM-shaped block (not a key): assembled here so that no key-looking text sits in the repository.
+PEM_BLOCK = "-----BEGIN " + "PRIVATE KEY-----\nMIIB\n-----END " + "PRIVATE KEY-----"
+
 
 def test_redact_removes_signatures_psu_ids_passwords_and_pem_blocks():
     text = (
         'Signature: keyId="SN=1,CA=CN=x",signature="abc=" PSU-ID=0b3a1e0c-1111-2222-3333-444455556666 '
-        '{"password": "hunter2", "psu_corporate_id": "c0ffee"} '
-        "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----"
+        '{"password": "hunter2", "psu_corporate_id": "c0ffee"} ' + PEM_BLOCK
     )
     cleaned = redact(text)
     for secret in ("abc=", "0b3a1e0c-1111", "hunter2", "c0ffee", "MIIB"):

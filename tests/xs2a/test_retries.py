@@ -6,8 +6,8 @@ import socket
 from decimal import Decimal
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
 
+from devtools.pki import CountingKey
 from tests.xs2a.server import Answer, check_signature
 from xs2a import errors, models
 from xs2a.client import RetryPolicy
@@ -25,40 +25,6 @@ def _payment() -> models.PaymentInitiation:
         creditor_account=models.AccountReference(iban="SE4550000000058398257466", currency="SEK"),
         debtor_account=models.AccountReference(bban="12345678903", currency="NOK"),
     )
-
-
-class CountingKey(rsa.RSAPrivateKey):
-    """Delegates to a real key and counts the RSA signatures made with it."""
-
-    def __init__(self, key: rsa.RSAPrivateKey) -> None:
-        self._key = key
-        self.signatures = 0
-
-    def sign(self, data, padding, algorithm):
-        self.signatures += 1
-        return self._key.sign(data, padding, algorithm)
-
-    def decrypt(self, ciphertext, padding):
-        return self._key.decrypt(ciphertext, padding)
-
-    @property
-    def key_size(self):
-        return self._key.key_size
-
-    def public_key(self):
-        return self._key.public_key()
-
-    def private_numbers(self):
-        return self._key.private_numbers()
-
-    def private_bytes(self, encoding, format, encryption_algorithm):
-        return self._key.private_bytes(encoding, format, encryption_algorithm)
-
-    def __copy__(self):
-        return self
-
-    def __deepcopy__(self, memo):
-        return self
 
 
 def test_get_is_retried_on_503_and_re_signed_each_time(bank, make_client, sleeps, test_pki):
