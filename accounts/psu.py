@@ -11,6 +11,7 @@ import ipaddress
 
 from django.http import HttpRequest
 
+from tpp_portal.clientip import client_ip
 from xs2a.psu import PsuContext
 
 _FORWARDED = {
@@ -35,15 +36,14 @@ def _clean(value: str | None) -> str | None:
 def psu_presence(request: HttpRequest) -> PsuContext:
     """PsuContext of a request the PSU is making now (PSU-IP-Address and the live-request headers).
 
-    The address is REMOTE_ADDR: behind a reverse proxy, the proxy must set it to the client's address (for
-    example gunicorn's ``--forwarded-allow-ips`` with the proxy's X-Forwarded-For), never a header the client
-    controls.
+    The address is the one django-axes uses too (``tpp_portal.clientip``): REMOTE_ADDR, or behind
+    TRUSTED_PROXY_COUNT reverse proxies the client address they forwarded, never a header the client controls.
     """
-    address = (request.META.get("REMOTE_ADDR") or "").strip()
+    address = (client_ip(request) or "").strip()
     try:
         ipaddress.ip_address(address)
     except ValueError:  # every WSGI server sets it: a deployment fault, not the PSU's
-        raise ValueError(f"REMOTE_ADDR is not an IP address: {address[:60]!r}") from None
+        raise ValueError(f"the client address is not an IP address: {address[:60]!r}") from None
     method = request.method if request.method in {"GET", "POST", "PUT", "PATCH", "DELETE"} else None
     forwarded = {name: _clean(request.META.get(key)) for name, key in _FORWARDED.items()}
     return PsuContext(ip_address=address, http_method=method, **forwarded)

@@ -277,6 +277,19 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_COOLOFF_TIME = timedelta(minutes=15)  # ... lock that pair out for this long
 AXES_RESET_ON_SUCCESS = True  # a successful sign-in forgets the earlier failures
 AXES_LOCKOUT_CALLABLE = "accounts.views_auth.lockout"  # a page saying why and for how long
+# The client's address (django-axes' lockout key, and PSU-IP-Address: tpp_portal.clientip). Behind N trusted
+# reverse proxies it is the address they forwarded in X-Forwarded-For; with none, REMOTE_ADDR, and a client's
+# own X-Forwarded-For is ignored (it could otherwise pick the address it is locked out under).
+TRUSTED_PROXY_COUNT = env.int(
+    "TRUSTED_PROXY_COUNT",
+    0,
+    minimum=0,
+    help="number of reverse proxies in front of the portal that set X-Forwarded-For (0: none)",
+)
+AXES_IPWARE_PROXY_COUNT = TRUSTED_PROXY_COUNT or None
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if TRUSTED_PROXY_COUNT else ("REMOTE_ADDR",)
+)
 # Pages marked accounts.security.sensitive_page (account data, payments) sign the user out after this many
 # seconds without any request; other pages keep the normal session lifetime.
 SENSITIVE_IDLE_TIMEOUT = 300
@@ -389,7 +402,8 @@ CONTENT_SECURITY_POLICY = {
 }
 if PRODUCTION:
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", True, help="redirect http to https (production)")
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    if TRUSTED_PROXY_COUNT:  # only a trusted proxy may say the request came over https
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_HSTS_SECONDS = 31_536_000
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = True

@@ -142,3 +142,24 @@ def test_production_settings_pass_check_deploy_without_warnings():
 def test_development_defaults_need_no_server():
     result = manage("check", "--database", "default", DATABASE_URL="", REDIS_URL="")
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("count", "expected"), [("0", "None ('REMOTE_ADDR',)"), ("1", "1 ('HTTP_X_FORWARDED_FOR', 'REMOTE_ADDR')")]
+)
+def test_trusted_proxies_decide_where_the_client_address_comes_from(count, expected):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from django.conf import settings as s; "
+            "print(s.AXES_IPWARE_PROXY_COUNT, s.AXES_IPWARE_META_PRECEDENCE_ORDER)",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tpp_portal.settings", "TRUSTED_PROXY_COUNT": count},
+    )
+    assert result.stdout.strip() == expected, result.stderr
