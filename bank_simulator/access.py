@@ -352,3 +352,13 @@ def methods(**handlers: Callable[..., HttpResponse]) -> Callable[..., HttpRespon
         return handler(request, **kwargs)
 
     return dispatch
+
+
+def bool_query(api: ApiRequest, name: str) -> bool:
+    """A boolean query parameter (``true``/``false``; absent is false); anything else is a FORMAT_ERROR."""
+    raw = api.http.GET.get(name)
+    if raw is None:
+        return False
+    if raw not in {"true", "false"}:
+        raise format_error(name, f"{name} must be true or false.")
+    return raw == "true"

@@ -16,7 +16,7 @@ from django.http import HttpResponse
 
 from bank_simulator import clock
 from bank_simulator import services as bank_services
-from bank_simulator.access import PSP_PI, ApiRequest, endpoint
+from bank_simulator.access import PSP_PI, ApiRequest, bool_query, endpoint
 from bank_simulator.errors import ApiError, format_error, header_required
 from bank_simulator.models import Agreement, AgreementContext, Customer, CustomerType, PsuIdentity, ScaStatus
 from bank_simulator.pis import engine, selectors, services, tables, validation
@@ -102,15 +102,6 @@ def _domestic_known_issue(payment: Payment) -> None:
         )
 
 
-def _bool_query(api: ApiRequest, name: str) -> bool:
-    raw = api.http.GET.get(name)
-    if raw is None:
-        return False
-    if raw not in {"true", "false"}:
-        raise format_error(name, f"{name} must be true or false.")
-    return raw == "true"
-
-
 def _check_formed_headers(api: ApiRequest) -> None:
     for name, (check, form) in _FORMED_HEADERS.items():
         value = api.header(name)
@@ -165,7 +156,7 @@ def initiation_json(payment: Payment) -> dict[str, Any]:
 def initiate(api: ApiRequest, product: str) -> tuple[int, dict[str, Any]]:
     _product(product)
     engine.run_due(now=api.now)
-    allow_duplicate = _bool_query(api, "allowLogicalDuplicate")
+    allow_duplicate = bool_query(api, "allowLogicalDuplicate")
     _check_formed_headers(api)
     customer, psu, agreement = _initiating_psu(api)
     order = validation.validate(api.body, product=product, today=api.now.astimezone(dt.UTC).date())

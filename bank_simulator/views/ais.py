@@ -10,7 +10,7 @@ from django.conf import settings
 
 from bank_simulator import hotpath, selectors, services
 from bank_simulator import representations as rep
-from bank_simulator.access import PSP_AI, ApiRequest, endpoint
+from bank_simulator.access import PSP_AI, ApiRequest, bool_query, endpoint
 from bank_simulator.errors import ApiError, format_error
 from bank_simulator.models import AccessKind, Account, AccountKind, Consent, ConsentStatus, ScaPurpose
 from bank_simulator.views.common import sca_redirect_link
@@ -91,15 +91,6 @@ def _account(api: ApiRequest, consent: Consent, resource_id: str, kind: str) -> 
     return account
 
 
-def _bool_param(api: ApiRequest, name: str) -> bool:
-    raw = api.http.GET.get(name)
-    if raw is None:
-        return False
-    if raw not in {"true", "false"}:
-        raise format_error(name, f"{name} must be true or false.")
-    return raw == "true"
-
-
 def _check_unattended(api: ApiRequest, account: Account, kind: str) -> None:
     if api.psu_present:
         return
@@ -119,7 +110,7 @@ def _record_unattended(api: ApiRequest, account: Account, kind: str) -> None:
 
 
 def _list(api: ApiRequest, kind: str, key: str) -> tuple[int, dict[str, Any]]:
-    with_balance = _bool_param(api, "withBalance")
+    with_balance = bool_query(api, "withBalance")
     consent = require_consent(api)
     today = api.now.date()
     accounts = selectors.consented_accounts(consent=consent, kind=kind)
@@ -135,7 +126,7 @@ def _list(api: ApiRequest, kind: str, key: str) -> tuple[int, dict[str, Any]]:
 
 
 def _detail(api: ApiRequest, resource_id: str, kind: str, key: str) -> tuple[int, dict[str, Any]]:
-    with_balance = _bool_param(api, "withBalance")
+    with_balance = bool_query(api, "withBalance")
     consent = require_consent(api)
     account = _account(api, consent, resource_id, kind)
     balances = selectors.account_balances(account=account, today=api.now.date()) if with_balance else None

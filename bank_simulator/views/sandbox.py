@@ -13,7 +13,7 @@ from stdnum.no import fodselsnummer, orgnr
 
 from bank_simulator import clock, selectors, services
 from bank_simulator import representations as rep
-from bank_simulator.access import ApiRequest, endpoint
+from bank_simulator.access import ApiRequest, bool_query, endpoint
 from bank_simulator.errors import ApiError, format_error
 from bank_simulator.models import Account, AccountKind, Agreement, BookingStatus, Customer, CustomerType
 from bank_simulator.services import DomainError, MockTransaction
@@ -43,15 +43,6 @@ def _string(
     if not isinstance(value, str) or (required and not value.strip()) or len(value) > max_length:
         raise format_error(path or name, f"{path or name} must be a string of at most {max_length} characters.")
     return value
-
-
-def _bool_query(api: ApiRequest, name: str) -> bool:
-    raw = api.http.GET.get(name)
-    if raw is None:
-        return False
-    if raw not in {"true", "false"}:
-        raise format_error(name, f"{name} must be true or false.")
-    return raw == "true"
 
 
 def _amount(
@@ -104,8 +95,8 @@ def initialize(api: ApiRequest) -> tuple[int, Any]:
 
 @endpoint(**SANDBOX)
 def customers_list(api: ApiRequest) -> JsonResponse:
-    with_accounts = _bool_query(api, "withAccounts")
-    with_agreements = _bool_query(api, "withAgreements")
+    with_accounts = bool_query(api, "withAccounts")
+    with_agreements = bool_query(api, "withAgreements")
     rows = selectors.customers_list(with_accounts=with_accounts, with_agreements=with_agreements)
     return JsonResponse(
         [rep.customer_json(c, with_accounts=with_accounts, with_agreements=with_agreements) for c in rows],
