@@ -76,3 +76,216 @@ class ExchangeRate(models.Model):
     @property
     def nok_per_unit(self):
         return self.rate / self.unit
+
+
+# --- payments ------------------------------------------------------------------------------------------------
+
+
+class PaymentProduct(models.TextChoices):
+    """Payment products of the bank (spec 4.3); the value is the path segment of POST /v1/payments/{product}."""
+
+    CROSS_BORDER = "norwegian-cross-border-credit-transfers", _("Cross-border credit transfer")
+    DOMESTIC = "norwegian-domestic-credit-transfers", _("Domestic credit transfer")
+
+
+class PaymentState(models.TextChoices):
+    """The portal's own life of a payment, beside the bank's ``transaction_status``.
+
+    DRAFT (reviewed, not sent) -> SUBMITTING (claimed for the one initiation call; the row is committed before
+    the bank is called) -> one of: INITIATED (the bank answered with a paymentId), REFUSED (the bank answered
+    4xx: nothing exists at the bank), OUTCOME_UNKNOWN (timeout or 5xx: reconciliation finds out). INITIATED ->
+    AUTHORISING (the PSU was sent to SCA) -> AWAITING_STATUS (polling until a final bank status) -> FINAL.
+    """
+
+    DRAFT = "draft", _("Not sent")
+    SUBMITTING = "submitting", _("Sending to the bank")
+    OUTCOME_UNKNOWN = "outcome_unknown", _("Checking with the bank")
+    REFUSED = "refused", _("Refused by the bank")
+    INITIATED = "initiated", _("Waiting for your approval")
+    AUTHORISING = "authorising", _("Being approved at the bank")
+    AWAITING_STATUS = "awaiting_status", _("Processing at the bank")
+    FINAL = "final", _("Completed")
+
+
+#: Bank statuses after which nothing changes any more (issue 7): polling stops.
+FINAL_TRANSACTION_STATUSES = frozenset({"ACSC", "RJCT", "CANC"})
+
+
+class Payment(models.Model):
+    """One payment the user asked for: saved (with its idempotency key and X-Request-ID) before the bank is
+    called, so that a double submit is one payment and a lost answer can be reconciled.
+
+    The instruction is stored as the exact JSON bytes that are signed and sent (``body_json``); the columns
+    beside it (amount, currency, creditor ...) are copies for lists, filters and the review page.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name="initiated by", on_delete=models.PROTECT, related_name="payments"
+    )
+    # The connection whose PSU-ID (and PSU-Corporate-ID) the payment is made with; empty for a single-SCA
+    # payment (X-PSU-IDENTITY) until the bank gives a PSU-ID.
+    connection = models.ForeignKey(
+        "accounts.BankConnection",
+        verbose_name="connection",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="payments",
+    )
+    product = models.CharField("product", max_length=50, choices=PaymentProduct.choices)
+    context = models.CharField(
+        "context", max_length=10, choices=[("PRIVATE", "Private"), ("CORPORATE", "Corporate")]
+    )
+    state = models.CharField("state", max_length=20, choices=PaymentState.choices, default=PaymentState.DRAFT)
+    # Made when the review page is shown and posted back with it: the unique constraint turns a double submit
+    # into one row.
+    idempotency_key = models.UUIDField("idempotency key", unique=True, editable=False)
+    request_id = models.UUIDField("X-Request-ID of the initiation", unique=True, editable=False)
+    tpp_session_id = models.CharField("TPP-Session-ID of the initiation", max_length=64, blank=True)
+    body_json = models.TextField("instruction as sent", help_text="The exact JSON bytes signed and sent.")
+
+    amount = models.DecimalField("amount", max_digits=23, decimal_places=5)
+    currency = models.CharField("currency", max_length=3)
+    debtor_account = models.CharField("debtor account", max_length=34)
+    creditor_name = models.CharField("creditor", max_length=70)
+    creditor_account = models.CharField("creditor account", max_length=34)
+    requested_execution_date = models.DateField("requested execution date", null=True, blank=True)
+    nok_equivalent = models.DecimalField(
+        "NOK equivalent", max_digits=23, decimal_places=5, null=True, blank=True, help_text="At review time."
+    )
+
+    # The bank's answers.
+    payment_id = models.CharField("paymentId", max_length=200, blank=True, db_index=True)
+    transaction_status = models.CharField("bank status", max_length=4, blank=True)
+    funds_available = models.BooleanField("funds available", null=True, blank=True)
+    fee_amount = models.DecimalField("fee", max_digits=23, decimal_places=5, null=True, blank=True)
+    fee_currency = models.CharField("fee currency", max_length=3, blank=True)
+    fee_indicator = models.BooleanField("fee charged", null=True, blank=True)
+    psu_message = models.CharField("bank's message to the payer", max_length=512, blank=True)
+    tpp_messages = models.JSONField("bank's tppMessages", default=list, blank=True)
+    links = models.JSONField("bank's links", default=dict, blank=True, help_text="name -> href")
+
+    # Status polling (payments.polling): the next poll is stored here, not as a long countdown in the broker;
+    # ``poll_lease_until`` is the single-poller lease (a conditional UPDATE takes it).
+    next_poll_at = models.DateTimeField("next status poll", null=True, blank=True)
+    poll_count = models.PositiveIntegerField("status polls", default=0)
+    poll_lease_until = models.DateTimeField("poll lease until", null=True, blank=True)
+    poll_lease_token = models.CharField("poll lease", max_length=64, blank=True)
+    # Reconciliation of OUTCOME_UNKNOWN (payments.services): attempts and next try.
+    reconcile_attempts = models.PositiveSmallIntegerField("reconciliation attempts", default=0)
+
+    created_at = models.DateTimeField("created", default=timezone.now)
+    submitted_at = models.DateTimeField("sent to the bank", null=True, blank=True)
+    final_at = models.DateTimeField("final status at", null=True, blank=True)
+    updated_at = models.DateTimeField("updated", auto_now=True)
+
+    class Meta:
+        verbose_name = "payment"
+        verbose_name_plural = "payments"
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(amount__gt=0), name="payment_amount_positive"),
+            # A paymentId names one payment at the bank: two rows never share it.
+            models.UniqueConstraint(
+                fields=["product", "payment_id"], condition=~models.Q(payment_id=""), name="payment_bank_id_unique"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["user", "-created_at"], name="payment_user_created_idx"),
+            # payments.polling: due polls.
+            models.Index(
+                fields=["next_poll_at"],
+                condition=models.Q(next_poll_at__isnull=False),
+                name="payment_poll_due_idx",
+            ),
+            models.Index(fields=["state"], name="payment_state_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Payment #{self.pk} {self.amount} {self.currency} to {self.creditor_name}"
+
+    @property
+    def is_final(self) -> bool:
+        return self.transaction_status in FINAL_TRANSACTION_STATUSES
+
+
+class PaymentEventKind(models.TextChoices):
+    CREATED = "created", _("Created")
+    SUBMITTED = "submitted", _("Sent to the bank")
+    STATUS = "status", _("Status from the bank")
+    SCA_STARTED = "sca_started", _("Approval started")
+    SCA_DONE = "sca_done", _("Approved at the bank")
+    SCA_FAILED = "sca_failed", _("Approval failed")
+    SIGNATURE = "signature", _("Signature added")
+    CANCEL_REQUESTED = "cancel", _("Cancellation requested")
+    BANK_ERROR = "bank_error", _("Bank error")
+    OUTCOME_UNKNOWN = "unknown", _("Outcome unknown")
+    RECONCILED = "reconciled", _("Reconciled with the bank")
+
+
+class PaymentEvent(models.Model):
+    """The payment's timeline: every bank status seen (with time) and every step of the portal's handling."""
+
+    payment = models.ForeignKey(Payment, verbose_name="payment", on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField("at", default=timezone.now)
+    kind = models.CharField("kind", max_length=20, choices=PaymentEventKind.choices)
+    transaction_status = models.CharField("bank status", max_length=4, blank=True)
+    funds_available = models.BooleanField("funds available", null=True, blank=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name="by",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    detail = models.CharField("detail", max_length=512, blank=True, help_text="Bank's text or the portal's note.")
+
+    class Meta:
+        verbose_name = "payment event"
+        verbose_name_plural = "payment events"
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["payment", "at"], name="paymentevent_timeline_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.transaction_status}".strip()
+
+
+class PaymentAuthorisation(models.Model):
+    """One signer's SCA of a payment (startAuthorisation + scaRedirect). A corporate payment in PATC gets one
+    per further signer; each is tied to the SCA state (TPP-Session-ID) its callback must bring back."""
+
+    payment = models.ForeignKey(
+        Payment, verbose_name="payment", on_delete=models.CASCADE, related_name="authorisations"
+    )
+    signer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name="signer", on_delete=models.PROTECT, related_name="+"
+    )
+    sca_state = models.OneToOneField(
+        "accounts.ScaState",
+        verbose_name="SCA state",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    started_at = models.DateTimeField("started", default=timezone.now)
+    completed_at = models.DateTimeField("signed", null=True, blank=True)
+    failed_at = models.DateTimeField("failed", null=True, blank=True)
+    failure = models.CharField("failure", max_length=512, blank=True)
+
+    class Meta:
+        verbose_name = "payment authorisation"
+        verbose_name_plural = "payment authorisations"
+        ordering = ["started_at", "id"]
+        constraints = [
+            # One signature per signer and payment (a second attempt reuses the row until it is completed).
+            models.UniqueConstraint(
+                fields=["payment", "signer"],
+                condition=models.Q(completed_at__isnull=False),
+                name="paymentauthorisation_one_signature_per_signer",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"Authorisation of payment #{self.payment_id} by user #{self.signer_id}"
