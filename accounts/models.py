@@ -147,6 +147,7 @@ class ScaPurpose(models.TextChoices):
     RECONNECT = "reconnect", _("Reconnect")  # new consent for an existing connection (same PSU)
     AGREEMENT = "agreement", _("Corporate agreement")  # consent for an agreement picked from /v1/agreements
     USERS = "users", _("Identify for payments")  # /v1/users: the PSU-ID only (payment-only journey)
+    PAYMENT = "payment", _("Approve a payment")  # startAuthorisation of a payment (payments.PaymentAuthorisation)
 
 
 class ScaState(models.Model):
