@@ -15,7 +15,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -272,10 +272,13 @@ class Xs2aClient:
         tpp_session_id: str | None = None,
         headers: Mapping[str, str] | None = None,
         endpoint: str | None = None,
+        redact: Iterable[str] = (),
     ) -> BankResponse:
         """Send one request (with safe retries) and return the bank's answer, whatever its status.
 
         ``path`` is an API path (``/v1/...``) below the base address, or ``href`` a link from a response.
+        ``redact``: further personal values sent in the body (a national identity number, say) that the bank may
+        echo in a tppMessage text; like the PSU identifiers, they never reach the audit record.
         Raises TransportError / OutcomeUnknownError when no answer came, ResponseSignatureError when the answer's
         Signature does not verify. Error statuses are returned, not raised (see ``error_from_response``).
         """
@@ -303,7 +306,7 @@ class Xs2aClient:
         for name, value in (headers or {}).items():
             base_headers = {k: v for k, v in base_headers.items() if k.lower() != name.lower()}
             base_headers[name] = value
-        secrets = [v for v in (psu.psu_id, psu.corporate_id, psu.identity, psu.ip_address) if v]
+        secrets = [v for v in (psu.psu_id, psu.corporate_id, psu.identity, psu.ip_address, *redact) if v]
 
         policy = self.config.retry
         retryable = method in policy.retry_methods
@@ -892,7 +895,9 @@ class Xs2aClient:
         return self._get(models.SandboxCustomer.from_json, path)
 
     def sandbox_customer_create(self, customer: Mapping[str, Any]) -> models.SandboxCustomer:
-        response = self.request("POST", "/v1/sandbox/customers", json_body=dict(customer))
+        # The customerNumber is a national identity (or organisation) number: kept out of the audit record.
+        number = str(customer.get("customerNumber") or "")
+        response = self.request("POST", "/v1/sandbox/customers", json_body=dict(customer), redact=[number])
         return self._read(response, models.SandboxCustomer.from_json)
 
     def sandbox_initialize(self) -> list[models.SandboxCustomer]:

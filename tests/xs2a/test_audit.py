@@ -80,3 +80,24 @@ def test_a_failing_audit_hook_does_not_lose_the_bank_answer(bank, make_client, c
     bank.add("GET", "/v1/users", Answer(200, {"_links": {}}))
     assert client.users().links == {}
     assert "audit hook failed" in caplog.text
+
+
+def test_a_customer_number_echoed_by_the_bank_is_not_recorded(bank, make_client):
+    records = []
+    client = make_client(bank.base_url, audit_hook=records.append)
+    number = "13039319955"
+    refusal = {
+        "tppMessages": [
+            {"category": "ERROR", "code": "CONFLICT", "text": f"A customer with customerNumber {number} exists."}
+        ]
+    }
+    bank.add("POST", "/v1/sandbox/customers", Answer(409, refusal))
+
+    with pytest.raises(errors.Xs2aError) as refused:
+        client.sandbox_customer_create({"customerNumber": number, "customerType": "PRIVATE", "name": "Test"})
+
+    (record,) = records
+    assert record.tpp_message_texts == (f"A customer with customerNumber {REDACTED} exists.",)
+    assert number not in repr(records)
+    # The caller (the staff page) still gets the bank's own words.
+    assert number in str(refused.value)
