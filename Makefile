@@ -15,13 +15,14 @@ export PORTAL_PORT BANK_PORT VAR_DIR
 run: export PORTAL_BASE_URL ?= http://127.0.0.1:$(PORTAL_PORT)
 run: export BANK_BASE_URL ?= http://127.0.0.1:$(BANK_PORT)
 
-.PHONY: run bank test lint venv certs messages migrate lock bench clean help
+.PHONY: run bank test lint venv certs messages migrate lock advisories bench clean help
 
 help:
 	@echo "make run    - portal, sandbox bank, Celery worker and beat on embedded defaults"
 	@echo "make bank   - only the sandbox bank (port from PORT, default 8001)"
 	@echo "make test   - ruff and the whole test suite"
 	@echo "make bench  - the benchmarks under bench/"
+	@echo "make advisories - refresh the vulnerability snapshot of requirements.lock (needs PyPI)"
 
 $(VENV)/.installed: requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11 or newer is needed")'
@@ -54,9 +55,14 @@ bank: venv certs
 	$(PY) -m bank_simulator sandbox_initialize --if-empty
 	BANK_PORT=$${PORT:-$(BANK_PORT)} $(BIN)/honcho start --procfile bank_simulator/Procfile --app-root .
 
+CODE_DIRS := xs2a bank_simulator tpp_portal accounts payments sandbox_admin devtools bench
+
+# ruff (style and its S security rules) and bandit (static security scan, configured in pyproject.toml).
+# The dependency audit is a test (tests/security/test_dependencies.py): offline, against the snapshot below.
 lint: venv
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check xs2a bank_simulator tpp_portal accounts payments sandbox_admin devtools tests bench
+	$(BIN)/ruff format --check $(CODE_DIRS) tests
+	$(BIN)/bandit -c pyproject.toml --quiet --recursive $(CODE_DIRS)
 
 test: venv certs messages lint
 	$(BIN)/pytest --ignore=tests/bank_simulator $(PYTEST_ARGS)
@@ -65,9 +71,18 @@ test: venv certs messages lint
 bench: venv certs
 	$(PY) -m bench
 
+# Re-pin, then take the advisory snapshot of the new pins (the offline audit test needs one for every pin).
 lock:
 	$(PYTHON) -m pip install --quiet uv && $(PYTHON) -m uv pip compile pyproject.toml --extra dev \
 		--python-version 3.11 --generate-hashes -o requirements.lock
+	$(MAKE) advisories
+
+# The known vulnerabilities of every pinned package, from PyPI's advisory data (OSV), saved for the offline audit
+# test. `make lock` runs it; run it again before a release. The only target that asks PyPI about advisories.
+advisories: venv
+	$(BIN)/pip-audit --disable-pip --requirement requirements.lock --vulnerability-service pypi \
+		--progress-spinner off --format json --output security/advisories/pip-audit.json || [ $$? -eq 1 ]
+	date -u +%Y-%m-%dT%H:%M:%SZ > security/advisories/taken-at.txt
 
 clean:
 	rm -rf var/broker var/cache var/staticfiles

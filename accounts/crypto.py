@@ -19,7 +19,7 @@ from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import models
 
 
@@ -71,6 +71,18 @@ def lookup_hash(value: str | None) -> str:
     return hmac.new(key, value.strip().lower().encode("utf-8"), hashlib.sha256).hexdigest()
 
 
+def encrypted_fields() -> dict[type[models.Model], list[models.Field]]:
+    """Every model with an EncryptedTextField, and those fields (key rotation must re-encrypt all of them)."""
+    from django.apps import apps
+
+    found = {}
+    for model in apps.get_models():
+        fields = [f for f in model._meta.concrete_fields if isinstance(f, EncryptedTextField)]
+        if fields and not model._meta.proxy:
+            found[model] = fields
+    return found
+
+
 class EncryptedTextField(models.TextField):
     """A text value stored as a Fernet token; Python sees the plain text, the database only the token.
 
@@ -90,3 +102,22 @@ class EncryptedTextField(models.TextField):
         if value is None or value == "":
             return value
         return encrypt(str(value))
+
+    # Serialisation (dumpdata, fixtures) writes the value encrypted, marked with SERIALIZED_PREFIX, never in
+    # clear: a dump is a copy of the database and must keep its secrets. loaddata reads the mark back.
+    SERIALIZED_PREFIX = "fernet:"
+
+    def value_to_string(self, obj: models.Model) -> str:
+        value = self.value_from_object(obj)
+        if value is None or value == "":
+            return value
+        return self.SERIALIZED_PREFIX + encrypt(str(value))
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and value.startswith(self.SERIALIZED_PREFIX):
+            try:
+                return decrypt(value.removeprefix(self.SERIALIZED_PREFIX))
+            except DecryptionError:
+                # Typed text that only looks like a dump, or a dump made with keys no longer configured.
+                raise ValidationError("This value cannot be read.", code="undecryptable") from None
+        return super().to_python(value)

@@ -215,6 +215,17 @@ class BankAccount(models.Model):
         ("consented"), default=True, help_text="Covered by the latest consent; earlier accounts are kept."
     )
     balances_refreshed_at = models.DateTimeField("balances refreshed", null=True, blank=True)
+    transactions_refreshed_at = models.DateTimeField("transactions refreshed", null=True, blank=True)
+    # The sync cursor (accounts/sync.py): booked transactions up to this date are stored. Moved only after a
+    # complete sync, so a failed or cut-short sync starts again from the same point.
+    transactions_synced_to = models.DateField("transactions synced to", null=True, blank=True)
+    # The start of the contiguous history stored (a first sync without the PSU reads only 90 days; the next sync
+    # with the PSU present reads the rest).
+    transactions_synced_from = models.DateField("transactions synced from", null=True, blank=True)
+    # The background refresh (accounts/refresh.py): when the planner next refreshes this account unattended,
+    # and, after the bank answered 429, until when no unattended call is made.
+    next_refresh_at = models.DateTimeField("next planned refresh", null=True, blank=True)
+    refresh_blocked_until = models.DateTimeField("refresh blocked until", null=True, blank=True)
     created_at = models.DateTimeField("created", auto_now_add=True)
 
     class Meta:
@@ -225,6 +236,10 @@ class BankAccount(models.Model):
             models.UniqueConstraint(
                 fields=["connection", "kind", "resource_id"], name="bankaccount_resource_unique"
             )
+        ]
+        indexes = [
+            # The planner (accounts.refresh.refresh_plan): accounts whose unattended refresh is due.
+            models.Index(fields=["next_refresh_at"], name="bankaccount_refresh_due_idx"),
         ]
 
     def __str__(self) -> str:
@@ -314,3 +329,109 @@ class ConsentReminder(models.Model):
         return (
             f"reminder {self.days_before} days before {self.consent_valid_until:%Y-%m-%d} (#{self.connection_id})"
         )
+
+
+class TransactionStatus(models.TextChoices):
+    BOOKED = "booked", _("Booked")
+    PENDING = "pending", _("Pending")
+
+
+class Transaction(models.Model):
+    """One transaction of an account as the bank reported it (accounts/sync.py keeps them in step).
+
+    Booked rows are upserted by the bank's ``transactionId``; a pending row is replaced when its booked
+    counterpart arrives (same id, else the same ``fingerprint``: amount, date and text).
+    """
+
+    account = models.ForeignKey(
+        BankAccount, verbose_name="account", on_delete=models.CASCADE, related_name="transactions"
+    )
+    transaction_id = models.CharField("transactionId", max_length=200, blank=True)
+    status = models.CharField("status", max_length=10, choices=TransactionStatus.choices)
+    booking_date = models.DateField("booking date", null=True, blank=True)
+    value_date = models.DateField("value date", null=True, blank=True)
+    amount = models.DecimalField("amount", max_digits=23, decimal_places=5, help_text="Negative: money out.")
+    currency = models.CharField("currency", max_length=3)
+    counterparty_name = models.CharField("counterparty", max_length=140, blank=True)
+    counterparty_account = models.CharField("counterparty account", max_length=34, blank=True)
+    remittance = models.TextField("remittance information", blank=True)
+    kid = models.CharField("KID", max_length=35, blank=True)
+    end_to_end_id = models.CharField("end-to-end id", max_length=35, blank=True)
+    fingerprint = models.CharField("fingerprint", max_length=64, editable=False)
+    raw = models.JSONField("as sent by the bank", default=dict, blank=True)
+    first_seen_at = models.DateTimeField("first seen")
+    updated_at = models.DateTimeField("updated")
+
+    class Meta:
+        verbose_name = "transaction"
+        verbose_name_plural = "transactions"
+        ordering = ["account_id", "-booking_date", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["account", "transaction_id"],
+                condition=~Q(transaction_id=""),
+                name="transaction_bank_id_unique",
+            ),
+        ]
+        indexes = [
+            # The transactions list (keyset pagination, newest first) and its status filter.
+            models.Index(
+                "account",
+                "status",
+                models.F("booking_date").desc(),
+                models.F("id").desc(),
+                name="transaction_keyset_idx",
+            ),
+            # Matching a pending row to its booked counterpart by fingerprint.
+            models.Index(fields=["account", "fingerprint"], name="transaction_fingerprint_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.booking_date or self.value_date or '-'} {self.amount} {self.currency}"
+
+
+class RefreshKind(models.TextChoices):
+    """What an unattended bank call read; the bank counts each kind separately (4 per account per 24h)."""
+
+    BALANCES = "balances", "balances"
+    TRANSACTIONS = "transactions", "transactions"
+
+
+#: The bank's allowance for unattended reads (bank-api-spec: 4 per account per kind per rolling 24 hours).
+UNATTENDED_CALLS_PER_DAY = 4
+UNATTENDED_WINDOW = timedelta(hours=24)
+
+
+class RefreshCall(models.Model):
+    """The ledger of unattended bank calls: one row reserved BEFORE each call without PSU-IP-Address.
+
+    accounts/refresh.py reserves under a row lock on the account and refuses when the account already has
+    UNATTENDED_CALLS_PER_DAY rows of that kind in the last UNATTENDED_WINDOW, so several workers, a task
+    delivered twice or two planners never spend more than the bank allows. A reserved call counts whether or not
+    it succeeded (the bank counts every request).
+    """
+
+    account = models.ForeignKey(
+        BankAccount, verbose_name="account", on_delete=models.CASCADE, related_name="refresh_calls"
+    )
+    # The bank counts per TPP and bank account, not per portal connection: two connections (e.g. two users of
+    # one corporate agreement) sharing an account share its allowance. "<kind>:<resourceId>".
+    resource_key = models.CharField("bank account", max_length=220)
+    kind = models.CharField("kind", max_length=12, choices=RefreshKind.choices)
+    reserved_at = models.DateTimeField("reserved")
+
+    class Meta:
+        verbose_name = "unattended bank call"
+        verbose_name_plural = "unattended bank calls"
+        ordering = ["-reserved_at", "-id"]
+        indexes = [
+            models.Index(fields=["resource_key", "kind", "reserved_at"], name="refreshcall_window_idx"),
+            models.Index(fields=["reserved_at"], name="refreshcall_prune_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.account_id} at {self.reserved_at:%Y-%m-%d %H:%M}"
+
+    @staticmethod
+    def key_for(account: BankAccount) -> str:
+        return f"{account.kind}:{account.resource_id}"

@@ -142,6 +142,10 @@ def is_recently_authenticated(request: HttpRequest, *, max_age: int | None = Non
     return not _elapsed_since(request, REAUTHENTICATED_KEY, limit)
 
 
+#: Header of a page's automatic background request (not counted as the user's activity).
+BACKGROUND_HEADER = "X-Background-Refresh"
+
+
 class SessionActivityMiddleware:
     """Tracks the last request of a signed-in user (install right after AuthenticationMiddleware).
 
@@ -157,8 +161,13 @@ class SessionActivityMiddleware:
                 "accounts.security.SessionActivityMiddleware must come after AuthenticationMiddleware"
             )
         request.sensitive_activity_tracked = True
+        # A page's own background refresh (static/js/payment_live.js sends this header) is not the user's
+        # activity: it must not keep an unattended session alive past the idle timeout.
         if request.user.is_authenticated:
-            session_record_activity(request)
+            if request.headers.get(BACKGROUND_HEADER) != "1":
+                session_record_activity(request)
+            elif _elapsed_since(request, LAST_ACTIVITY_KEY, idle_timeout()):
+                request.session[IDLE_EXPIRED_KEY] = True  # noticed, but the moment of activity is left as it was
         return self.get_response(request)
 
     def process_view(self, request: HttpRequest, view_func: View, view_args: Any, view_kwargs: Any):

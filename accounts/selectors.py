@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any
 
-from django.db.models import F, Prefetch, QuerySet
+from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum
+from django.utils import formats, timezone
 
-from accounts.models import BalanceSnapshot, BankAccount, BankConnection, ConnectionEvent, ConnectionState
+from accounts.models import (
+    BALANCE_TYPE_LABELS,
+    UNATTENDED_CALLS_PER_DAY,
+    UNATTENDED_WINDOW,
+    BalanceSnapshot,
+    BankAccount,
+    BankConnection,
+    ConnectionEvent,
+    ConnectionState,
+    RefreshCall,
+    Transaction,
+    TransactionStatus,
+)
 from accounts.security import get_owned_or_404
 from tpp_portal.bank import bank_audit_context, bank_client
+from tpp_portal.money import minor_units
 from xs2a import models as bank_models
 from xs2a.psu import PsuContext
 
@@ -60,3 +77,389 @@ def bank_agreements_for(
     psu = dataclasses.replace(presence, psu_id=connection.psu_id)
     with bank_audit_context(user=user, obj=connection):
         return bank_client().agreements(psu=psu)
+
+
+@dataclasses.dataclass(frozen=True)
+class RefreshBudget:
+    """The unattended-refresh allowance of one account (the bank's: 4 calls per kind per rolling 24 hours)."""
+
+    used: int  # unattended calls in the last 24 hours, the larger of balances and transactions
+    remaining: int
+    limit: int
+    next_due_at: datetime | None  # the next planned background refresh
+    blocked_until: datetime | None  # after the bank answered 429: no background call before this
+
+    @property
+    def is_blocked(self) -> bool:
+        return self.blocked_until is not None and self.blocked_until > timezone.now()
+
+
+def refresh_budgets(*, account_ids: Iterable[int], now: datetime | None = None) -> dict[int, RefreshBudget]:
+    """The refresh budget of each account in ``account_ids`` (two queries, whatever their number). Unknown ids
+    are left out of the answer."""
+    ids = list(account_ids)
+    if not ids:
+        return {}
+    now = now or timezone.now()
+    # The bank counts per bank account: portal accounts on the same one (two users of one agreement) share it.
+    rows = list(
+        BankAccount.objects.filter(pk__in=ids).values_list(
+            "pk", "kind", "resource_id", "next_refresh_at", "refresh_blocked_until"
+        )
+    )
+    keys = {pk: f"{kind}:{resource_id}" for pk, kind, resource_id, _next, _blocked in rows}
+    used: dict[str, int] = {}
+    counts = (
+        RefreshCall.objects.filter(resource_key__in=set(keys.values()), reserved_at__gt=now - UNATTENDED_WINDOW)
+        .values("resource_key", "kind")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for row in counts:
+        used[row["resource_key"]] = max(used.get(row["resource_key"], 0), row["n"])
+    budgets = {}
+    for pk, _kind, _resource_id, next_due_at, blocked_until in rows:
+        spent = used.get(keys[pk], 0)
+        budgets[pk] = RefreshBudget(
+            used=spent,
+            remaining=max(UNATTENDED_CALLS_PER_DAY - spent, 0),
+            limit=UNATTENDED_CALLS_PER_DAY,
+            next_due_at=next_due_at,
+            blocked_until=blocked_until if blocked_until is not None and blocked_until > now else None,
+        )
+    return budgets
+
+
+# --- the account pages (accounts/views_accounts.py) ----------------------------------------------------------
+
+#: Transactions per page of the account page.
+TRANSACTIONS_PAGE_SIZE = 50
+#: Days of the balance chart on the account page (the bank's unattended history).
+BALANCE_CHART_DAYS = 90
+#: The balance the chart follows: the first of these types the latest fetch has. The booked balances count
+#: exactly the booked transactions, so the chart can run back from them through the stored transactions.
+CHART_BALANCE_TYPES = ("interimBooked", "closingBooked", "openingBooked", "expected", "interimAvailable")
+_CHART_BOOKED_TYPES = {"interimBooked", "closingBooked", "openingBooked"}
+
+
+def _live_accounts(user: Any) -> QuerySet[BankAccount]:
+    return BankAccount.objects.filter(connection__user=user, consented=True).exclude(
+        connection__state=ConnectionState.DISCONNECTED
+    )
+
+
+def accounts_overview_with_budgets(*, user: Any, now: datetime | None = None) -> list[BankAccount]:
+    """The accounts overview (``accounts_overview``) with each account's unattended-refresh budget on
+    ``account.refresh_budget``: four queries, whatever the number of accounts."""
+    accounts = list(accounts_overview(user=user))
+    budgets = refresh_budgets(account_ids=[a.pk for a in accounts], now=now)
+    for account in accounts:
+        account.refresh_budget = budgets.get(account.pk)
+    return accounts
+
+
+def account_for(*, user: Any, pk: Any) -> BankAccount:
+    """One of the user's consented accounts on a live connection (404 for anyone else's)."""
+    return get_owned_or_404(
+        _live_accounts(user).select_related("connection"), user=user, owner_field="connection__user", pk=pk
+    )
+
+
+def transaction_for(*, user: Any, pk: Any) -> Transaction:
+    """One transaction of one of the user's accounts (404 for anyone else's)."""
+    queryset = (
+        Transaction.objects.filter(account__consented=True)
+        .exclude(account__connection__state=ConnectionState.DISCONNECTED)
+        .select_related("account", "account__connection")
+    )
+    return get_owned_or_404(queryset, user=user, owner_field="account__connection__user", pk=pk)
+
+
+@dataclasses.dataclass(frozen=True)
+class TransactionFilters:
+    """The filters of the transactions list and of its CSV export. ``amount_min``/``amount_max`` bound the size
+    of the amount, in or out; ``direction`` ("in"/"out") its sign."""
+
+    status: str = ""
+    date_from: date | None = None
+    date_to: date | None = None
+    text: str = ""
+    amount_min: Decimal | None = None
+    amount_max: Decimal | None = None
+    direction: str = ""
+
+
+def transactions_filtered(*, account: BankAccount, filters: TransactionFilters) -> QuerySet[Transaction]:
+    """The account's transactions matching ``filters`` (not ordered)."""
+    rows = Transaction.objects.filter(account=account)
+    if filters.status:
+        rows = rows.filter(status=filters.status)
+    if filters.date_from:
+        rows = rows.filter(booking_date__gte=filters.date_from)
+    if filters.date_to:
+        rows = rows.filter(booking_date__lte=filters.date_to)
+    if filters.text:
+        text = filters.text
+        rows = rows.filter(
+            Q(counterparty_name__icontains=text)
+            | Q(remittance__icontains=text)
+            | Q(counterparty_account__icontains=text.replace(" ", ""))
+            | Q(kid__icontains=text.replace(" ", ""))
+            | Q(end_to_end_id__icontains=text)
+        )
+    if filters.direction == "in":
+        rows = rows.filter(amount__gt=0)
+    elif filters.direction == "out":
+        rows = rows.filter(amount__lt=0)
+    low, high = filters.amount_min, filters.amount_max
+    if low is not None and high is not None:
+        rows = rows.filter(Q(amount__gte=low, amount__lte=high) | Q(amount__lte=-low, amount__gte=-high))
+    elif low is not None:
+        rows = rows.filter(Q(amount__gte=low) | Q(amount__lte=-low))
+    elif high is not None:
+        rows = rows.filter(amount__lte=high, amount__gte=-high)
+    return rows
+
+
+#: Newest first: pending items without a booking date on top, then by booking date, then by id. The same order as
+#: the keyset index (models.Transaction: account, status, -booking_date, -id; PostgreSQL puts NULLs first in a
+#: descending index), so a page is one index range scan however deep it is.
+NEWEST_FIRST = (F("booking_date").desc(nulls_first=True), F("id").desc())
+OLDEST_FIRST = (F("booking_date").asc(nulls_last=True), F("id").asc())
+
+
+@dataclasses.dataclass(frozen=True)
+class Cursor:
+    """A position in the newest-first order: the booking date and id of a row (keyset pagination)."""
+
+    booking_date: date | None
+    pk: int
+
+    @classmethod
+    def of(cls, row: Transaction) -> Cursor:
+        return cls(booking_date=row.booking_date, pk=row.pk)
+
+    @property
+    def token(self) -> str:
+        return f"{self.booking_date.isoformat() if self.booking_date else ''}.{self.pk}"
+
+    @classmethod
+    def parse(cls, token: str | None) -> Cursor | None:
+        """The cursor of a ``token``; None when it is missing or malformed (the first page is shown)."""
+        if not token or len(token) > 40 or token.count(".") != 1:
+            return None
+        day, _dot, pk = token.partition(".")
+        if not pk.isascii() or not pk.isdigit() or len(pk) > 18:
+            return None
+        try:
+            return cls(booking_date=date.fromisoformat(day) if day else None, pk=int(pk))
+        except ValueError:
+            return None
+
+    def older(self) -> Q:
+        """Rows after this one in the newest-first order. The redundant ``booking_date <= d`` is the bound that
+        lets the database start the index scan at the cursor instead of filtering every newer row."""
+        if self.booking_date is None:
+            return Q(booking_date__isnull=True, pk__lt=self.pk) | Q(booking_date__isnull=False)
+        return Q(booking_date__lte=self.booking_date) & (Q(booking_date__lt=self.booking_date) | Q(pk__lt=self.pk))
+
+    def newer(self) -> list[Q]:
+        """Rows before this one in the newest-first order, as parts to read one after the other in OLDEST_FIRST
+        order: the dated rows (bounded by ``booking_date >= d``, one index range), then those without a date. One
+        condition with an OR of the two would make the database scan the whole account."""
+        if self.booking_date is None:
+            return [Q(booking_date__isnull=True, pk__gt=self.pk)]
+        return [
+            Q(booking_date__gte=self.booking_date) & (Q(booking_date__gt=self.booking_date) | Q(pk__gt=self.pk)),
+            Q(booking_date__isnull=True),
+        ]
+
+
+@dataclasses.dataclass(frozen=True)
+class TransactionPage:
+    rows: list[Transaction]
+    older: str | None  # the cursor token of the next (older) page, None on the last page
+    newer: str | None  # the cursor token of the previous (newer) page, None on the first page
+
+
+def transactions_page(
+    *,
+    account: BankAccount,
+    filters: TransactionFilters,
+    status: str,
+    after: Cursor | None = None,
+    before: Cursor | None = None,
+    size: int = TRANSACTIONS_PAGE_SIZE,
+) -> TransactionPage:
+    """One page of the account's ``status`` transactions, newest first: the page after the cursor ``after``
+    (older rows), or the page before ``before`` (newer rows), or the first page. One query: keyset (seek)
+    pagination, no OFFSET and no COUNT, so a page of an account with 100 000 transactions costs what a page of
+    one with 100 costs (a page back towards rows without a booking date may take a second query)."""
+    rows = transactions_filtered(account=account, filters=dataclasses.replace(filters, status=status))
+    if before is not None:
+        found: list[Transaction] = []
+        for part in before.newer():  # a second query only when the first ends within the page
+            found += rows.filter(part).order_by(*OLDEST_FIRST)[: size + 1 - len(found)]
+            if len(found) > size:
+                break
+        more_newer = len(found) > size
+        found = found[:size]
+        found.reverse()
+        return TransactionPage(
+            rows=found,
+            older=Cursor.of(found[-1]).token if found else before.token,
+            newer=Cursor.of(found[0]).token if found and more_newer else None,
+        )
+    if after is not None:
+        rows = rows.filter(after.older())
+    found = list(rows.order_by(*NEWEST_FIRST)[: size + 1])
+    more_older = len(found) > size
+    found = found[:size]
+    return TransactionPage(
+        rows=found,
+        older=Cursor.of(found[-1]).token if found and more_older else None,
+        newer=(Cursor.of(found[0]).token if found else after.token) if after is not None else None,
+    )
+
+
+def transactions_for_export(*, account: BankAccount, filters: TransactionFilters) -> QuerySet[Transaction]:
+    """Every transaction matching ``filters``: pending first, then booked, each newest first."""
+    return transactions_filtered(account=account, filters=filters).order_by("-status", *NEWEST_FIRST)
+
+
+@dataclasses.dataclass(frozen=True)
+class BalanceHistory:
+    """The account page's balance chart and its data table (one row per day, oldest first)."""
+
+    balance_type: str
+    type_label: str
+    currency: str
+    days: list[date]
+    computed: list[Decimal | None]  # end-of-day balance run back from the bank's balance through the transactions
+    reported: list[Decimal | None]  # the bank's own figure, the last one fetched that day
+
+    @property
+    def rows(self) -> list[tuple[date, Decimal | None, Decimal | None]]:
+        return list(zip(self.days, self.computed, self.reported, strict=True))
+
+    @property
+    def has_computed(self) -> bool:
+        return any(v is not None for v in self.computed)
+
+    def chart_data(self, *, computed_name: str, reported_name: str) -> dict[str, Any]:
+        """The JSON of static/js/charts.js; amounts as exact decimal strings."""
+        series = []
+        if self.has_computed:
+            series.append({"name": computed_name, "values": [_decimal_text(v) for v in self.computed]})
+        series.append({"name": reported_name, "values": [_decimal_text(v) for v in self.reported]})
+        labels = [formats.date_format(day, "SHORT_DATE_FORMAT") for day in self.days]
+        return {"labels": labels, "series": series, "unit": self.currency}
+
+
+def _decimal_text(value: Decimal | None) -> str | None:
+    return None if value is None else format(value, "f")
+
+
+def _trimmed(value: Decimal | None, currency: str) -> Decimal | None:
+    """``value`` without the padding zeros of its column beyond the currency's minor units (never rounded)."""
+    if value is None:
+        return None
+    try:
+        places = minor_units(currency)
+    except KeyError:
+        places = 2
+    exponent = value.normalize().as_tuple().exponent
+    digits = max(places, -exponent if isinstance(exponent, int) and exponent < 0 else 0)
+    return value.quantize(Decimal(1).scaleb(-digits))
+
+
+def balance_history(
+    *, account: BankAccount, days: int = BALANCE_CHART_DAYS, today: date | None = None
+) -> BalanceHistory | None:
+    """The balance over the last ``days`` days, from the stored balance snapshots and transactions (two
+    queries); None when no balance was fetched in that time.
+
+    "Reported" is the bank's figure on the days it was fetched. "Computed" starts from the latest booked balance
+    and adds (after it) or takes away (before it) each day's booked transactions in the same currency; it is
+    given only once the transactions have been read from the bank.
+    """
+    today = today or timezone.localdate()
+    start = today - timedelta(days=days - 1)
+    zone = timezone.get_current_timezone()
+    since = timezone.make_aware(datetime.combine(start, time.min), zone)
+    snapshots = list(
+        BalanceSnapshot.objects.filter(
+            account=account, fetched_at__gte=since, balance_type__in=CHART_BALANCE_TYPES
+        ).order_by("fetched_at", "balance_type")
+    )
+    if not snapshots:
+        return None
+    latest_fetch = snapshots[-1].fetched_at
+    latest = {s.balance_type: s for s in snapshots if s.fetched_at == latest_fetch}
+    balance_type = next(t for t in CHART_BALANCE_TYPES if t in latest)
+    anchor = latest[balance_type]
+    day_list = [start + timedelta(days=n) for n in range(days)]
+
+    reported: dict[date, Decimal] = {}
+    for snapshot in snapshots:
+        if snapshot.balance_type == balance_type and snapshot.currency == anchor.currency:
+            reported[timezone.localtime(snapshot.fetched_at, zone).date()] = snapshot.amount
+
+    computed: list[Decimal | None] = [None] * len(day_list)
+    if balance_type in _CHART_BOOKED_TYPES and account.transactions_refreshed_at is not None:
+        fetched_day = timezone.localtime(anchor.fetched_at, zone).date()
+        if balance_type == "interimBooked":
+            anchor_day = fetched_day  # everything booked up to the fetch
+        elif balance_type == "closingBooked":
+            anchor_day = anchor.reference_date or fetched_day  # the end of its reference day
+        else:  # openingBooked: the start of its day, i.e. the end of the day before
+            anchor_day = (anchor.reference_date or fetched_day) - timedelta(days=1)
+        sums = dict(
+            Transaction.objects.filter(
+                account=account,
+                status=TransactionStatus.BOOKED,
+                currency=anchor.currency,
+                booking_date__gte=min(start, anchor_day),
+                booking_date__lte=max(today, anchor_day),
+            )
+            .values("booking_date")
+            .annotate(total=Sum("amount"))
+            .order_by()
+            .values_list("booking_date", "total")
+        )
+        lowest = min(min(sums, default=start), start, anchor_day)
+        highest = max(max(sums, default=today), today, anchor_day)
+        # End-of-day balances over the whole span of the sums, from the anchor outwards.
+        end_of_day = {anchor_day: anchor.amount}
+        running = anchor.amount
+        day = anchor_day
+        while day < highest:
+            day += timedelta(days=1)
+            running += sums.get(day, Decimal(0))
+            end_of_day[day] = running
+        running = anchor.amount
+        day = anchor_day
+        while day > lowest:
+            running -= sums.get(day, Decimal(0))
+            day -= timedelta(days=1)
+            end_of_day[day] = running
+        computed = [end_of_day.get(d) for d in day_list]
+    return BalanceHistory(
+        balance_type=balance_type,
+        type_label=str(BALANCE_TYPE_LABELS.get(balance_type, balance_type)),
+        currency=anchor.currency,
+        days=day_list,
+        computed=[_trimmed(v, anchor.currency) for v in computed],
+        reported=[_trimmed(reported.get(d), anchor.currency) for d in day_list],
+    )
+
+
+def latest_balances(*, account: BankAccount) -> list[BalanceSnapshot]:
+    """The balances of the account's latest fetch (the account page's header)."""
+    if account.balances_refreshed_at is None:
+        return []
+    return list(
+        BalanceSnapshot.objects.filter(account=account, fetched_at=account.balances_refreshed_at).order_by(
+            "balance_type"
+        )
+    )

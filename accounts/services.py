@@ -30,6 +30,7 @@ from django.db import IntegrityError, transaction
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from accounts import crypto
 from accounts.crypto import lookup_hash
 from accounts.models import (
     CONSENT_REMINDER_DAYS,
@@ -584,16 +585,20 @@ def connection_disconnect(*, connection: BankConnection, actor: Any) -> BankConn
 
 
 def field_encryption_rotate(*, batch_size: int = 500) -> int:
-    """Re-encrypt every stored PSU identifier with the first of FIELD_ENCRYPTION_KEYS; returns the rows."""
+    """Re-encrypt every encrypted field of every model (crypto.encrypted_fields: PSU identifiers of connections
+    and payments ...) with the first of FIELD_ENCRYPTION_KEYS; returns the rows rewritten."""
     rotated = 0
-    ids = list(BankConnection.objects.order_by("pk").values_list("pk", flat=True))
-    for start in range(0, len(ids), batch_size):
-        with transaction.atomic():
-            rows = BankConnection.objects.select_for_update().filter(pk__in=ids[start : start + batch_size])
-            for pk, raw_id, raw_corporate in rows.values_list("pk", "psu_id", "psu_corporate_id"):
-                # values_list decrypts; write back through the field, which encrypts with the first key.
-                BankConnection.objects.filter(pk=pk).update(psu_id=raw_id, psu_corporate_id=raw_corporate)
-                rotated += 1
+    for model, fields in crypto.encrypted_fields().items():
+        names = [field.name for field in fields]
+        manager = model._default_manager
+        ids = list(manager.order_by("pk").values_list("pk", flat=True))
+        for start in range(0, len(ids), batch_size):
+            with transaction.atomic():
+                rows = manager.select_for_update().filter(pk__in=ids[start : start + batch_size])
+                for pk, *values in rows.values_list("pk", *names):
+                    # values_list decrypts; write back through the field, which encrypts with the first key.
+                    manager.filter(pk=pk).update(**dict(zip(names, values, strict=True)))
+                    rotated += 1
     return rotated
 
 

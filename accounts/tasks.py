@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from celery import shared_task
 
+from accounts.refresh import consents_expire, refresh_due, refresh_plan
 from accounts.services import consent_reminders_send
 
 
@@ -12,3 +15,29 @@ def send_consent_reminders() -> int:
     """Mail reminders 14, 7 and 1 days before consents expire (run daily by beat; idempotent, so a second
     delivery or a second run sends nothing twice)."""
     return consent_reminders_send()
+
+
+@shared_task(name="accounts.plan_refreshes", ignore_result=True)
+def plan_refreshes() -> int:
+    """Enqueue the unattended refreshes that are due (beat, every 5 minutes). Two planners at once claim
+    disjoint accounts; the ledger (accounts.refresh.reserve) decides in any case."""
+    return refresh_plan()
+
+
+@shared_task(
+    name="accounts.refresh_account",
+    ignore_result=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+)
+def refresh_account(account_id: int, planned_at: str) -> bool:
+    """One planned unattended refresh of one account (ids only in the message). Safe to deliver twice: the
+    second delivery finds the planned refresh done in the ledger and calls nothing."""
+    outcome = refresh_due(account_id=account_id, planned_at=datetime.fromisoformat(planned_at))
+    return outcome.ok
+
+
+@shared_task(name="accounts.expire_consents", ignore_result=True)
+def expire_consents() -> int:
+    """Mark connections whose consent expired as needing a reconnect (beat, hourly; idempotent)."""
+    return consents_expire()

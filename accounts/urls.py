@@ -1,6 +1,6 @@
 from django.urls import path
 
-from accounts import views_auth, views_bank
+from accounts import views_accounts, views_auth, views_bank
 
 # The names are Django's own (login, logout, password_reset_confirm ...) so its views and mails find them.
 auth_patterns = [
@@ -35,8 +35,14 @@ bank_patterns = [
     path("bank/connections/<int:pk>/reconnect/", views_bank.reconnect, name="bank-reconnect"),
     path("bank/connections/<int:pk>/disconnect/", views_bank.disconnect, name="bank-disconnect"),
     path("bank/connections/<int:pk>/agreements/", views_bank.agreements, name="bank-agreements"),
-    path("bank/accounts/", views_bank.accounts_overview, name="bank-accounts"),
+    path("bank/accounts/", views_accounts.accounts_overview, name="bank-accounts"),
     path("bank/accounts/refresh/", views_bank.accounts_refresh, name="bank-accounts-refresh"),
+    path("bank/accounts/<int:pk>/", views_accounts.account_detail, name="bank-account"),
+    path("bank/accounts/<int:pk>/refresh/", views_accounts.account_refresh, name="bank-account-refresh"),
+    path(
+        "bank/accounts/<int:pk>/transactions.csv", views_accounts.transactions_export, name="bank-account-export"
+    ),
+    path("bank/transactions/<int:pk>/", views_accounts.transaction_detail, name="bank-transaction"),
 ]
 
 urlpatterns = [*auth_patterns, *bank_patterns]

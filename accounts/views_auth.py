@@ -34,9 +34,10 @@ _MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
 def _safe_next(request, fallback: str) -> str:
-    """The ``next`` address when it stays inside the portal, else ``fallback``."""
+    """The ``next`` address when it is a path inside the portal, else ``fallback``. Only a path ("/...") counts:
+    redirect() would take any other text for a URL name and fail on it."""
     candidate = request.POST.get("next") or request.GET.get("next") or ""
-    if candidate and url_has_allowed_host_and_scheme(
+    if candidate.startswith("/") and url_has_allowed_host_and_scheme(
         candidate, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     ):
         return candidate

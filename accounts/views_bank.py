@@ -1,5 +1,6 @@
 """Bank connection pages: connect, the SCA callback, connections (reconnect, disconnect, agreements), and the
-accounts overview. Thin: forms check, services write, selectors read."""
+accounts overview's "Refresh now" (the overview itself and the account pages: views_accounts.py). Thin: forms
+check, services write, selectors read."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts import selectors, services
+from accounts import refresh, selectors, services
 from accounts.forms_bank import AgreementForm, ConnectForm, callback_failure, callback_success
 from accounts.models import ConnectionAccess, PsuContextChoice, ScaPurpose
 from accounts.psu import psu_presence
 from accounts.security import sensitive_page
+from payments import services as payment_services
+from payments.views_initiation import payment_callback, payment_callback_failure
 from xs2a.errors import Xs2aError
 
 logger = logging.getLogger(__name__)
@@ -75,13 +78,17 @@ def callback(request):
     """
     failure = callback_failure(request.GET)
     if failure is not None:
-        return render(request, "accounts/callback_failed.html", {"failure": failure}, status=400)
+        return payment_callback_failure(request, failure) or render(
+            request, "accounts/callback_failed.html", {"failure": failure}, status=400
+        )
     if not request.user.is_authenticated:
         return render(request, "accounts/callback_rejected.html", {"reason": "signed_out"}, status=400)
     params, wrong = callback_success(request.GET)
     if params is None:
         logger.info("SCA callback malformed", extra={"parameter": wrong})
         return render(request, "accounts/callback_rejected.html", {"reason": "malformed"}, status=400)
+    if payment_services.is_payment_callback(params["tpp_session_id"]):  # the approval of a payment
+        return payment_callback(request, params)
     try:
         _connection, outcome = services.sca_callback_accept(
             user=request.user,
@@ -157,21 +164,18 @@ def agreements(request, pk):
 
 
 @sensitive_page
-@require_GET
-def accounts_overview(request):
-    return render(
-        request, "accounts/accounts_overview.html", {"accounts": selectors.accounts_overview(user=request.user)}
-    )
-
-
-@sensitive_page
 @require_POST
 def accounts_refresh(request):
-    outcomes = services.balances_refresh_for_user(user=request.user, presence=psu_presence(request))
+    presence = psu_presence(request)
+    outcomes = services.balances_refresh_for_user(user=request.user, presence=presence)
     for outcome in outcomes:
         _report(request, outcome)
-    if outcomes and all(o.ok for o in outcomes):
-        messages.success(request, _("Balances refreshed."))
+    # The transactions too, with the PSU present (PSU-IP-Address: not counted against the bank's daily limit).
+    synced = refresh.transactions_refresh_for_user(user=request.user, presence=presence)
+    for failed in {o.message for o in synced if not o.ok}:
+        messages.warning(request, failed)
+    if outcomes and all(o.ok for o in outcomes) and all(o.ok for o in synced):
+        messages.success(request, _("Balances and transactions refreshed."))
     elif not outcomes:
         messages.info(request, _("There is no connected account to refresh."))
     return redirect("bank-accounts")

@@ -1,8 +1,11 @@
-"""``python -m bench`` (``make bench``): runs every benchmark module of this package in turn.
+"""``python -m bench`` (``make bench``): runs every benchmark module of this package, then prints one table.
 
-Each module has a ``main()`` that measures its figures and a baseline in the same run and prints them. Each runs
-in its own interpreter, so that one benchmark's set-up (Django settings, logging) cannot slow another down.
-``python -m bench NAME ...`` runs only the named ones.
+Each module measures its figures (and, where it has one, a baseline in the same run), prints its human text and
+one ``RESULT {json}`` line per figure (bench/report.py). Each runs in its own interpreter, so that one
+benchmark's set-up (Django settings, logging) cannot slow another down; its output is shown as it comes. At the
+end the table figure | value | goal | met | ratio gathers every figure of the run.
+``python -m bench NAME ...`` runs only the named ones. The exit status is 1 when a module failed or printed no
+RESULT line; a goal not met is reported in the table, not as a failure (a benchmark is not a timed test).
 """
 
 from __future__ import annotations
@@ -13,10 +16,31 @@ import sys
 import time
 from pathlib import Path
 
+from bench.report import Result, parse, table
+
+NOT_BENCHMARKS = {"report", "portal_setup"}  # modules of this package that measure nothing
+
 
 def modules() -> list[str]:
     here = Path(__file__).parent
-    return sorted(m.name for m in pkgutil.iter_modules([str(here)]) if not m.name.startswith("_"))
+    return sorted(
+        m.name
+        for m in pkgutil.iter_modules([str(here)])
+        if not m.name.startswith("_") and m.name not in NOT_BENCHMARKS
+    )
+
+
+def run(name: str) -> tuple[int, str]:
+    """Run ``bench.NAME`` in its own interpreter, echoing its output; its exit status and output."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", f"bench.{name}"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        print(line, end="", flush=True)
+        lines.append(line)
+    return process.wait(), "".join(lines)
 
 
 def main(argv: list[str]) -> int:
@@ -25,14 +49,25 @@ def main(argv: list[str]) -> int:
     if unknown:
         print(f"unknown benchmark(s): {', '.join(sorted(unknown))}; available: {', '.join(modules())}")
         return 2
+    rows: list[tuple[str, Result]] = []
+    failed = []
     for name in chosen:
         print(f"== bench.{name} ==", flush=True)
         started = time.perf_counter()
-        result = subprocess.run([sys.executable, "-m", f"bench.{name}"], check=False)
+        status, output = run(name)
         print(f"(bench.{name} took {time.perf_counter() - started:.1f} s)\n", flush=True)
-        if result.returncode != 0:
-            print(f"bench.{name} failed with exit status {result.returncode}")
-            return result.returncode
+        try:
+            results = parse(output)
+        except ValueError as exc:
+            print(f"bench.{name}: {exc}")
+            results = []
+        if status != 0 or not results:
+            failed.append(f"bench.{name} ({'exit status ' + str(status) if status else 'no RESULT line'})")
+        rows.extend((name, result) for result in results)
+    print(table(rows))
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}")
+        return 1
     return 0
 
 

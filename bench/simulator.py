@@ -24,6 +24,7 @@ from email.utils import format_datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bench.report import emit
 from devtools.livebank import running_bank, sca_post
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,6 +199,15 @@ def main() -> None:
         f"{reads_per_second / verifications_per_second:.3f}"
     )
     print(f"goal >= 800 balance reads/s: {'met' if reads_per_second >= 800 else 'NOT met'}")
+    emit(
+        "sandbox bank signed balance reads",
+        reads_per_second,
+        "req/s",
+        better="higher",
+        goal=800,
+        baseline=verifications_per_second,
+    )
+    emit("sandbox bank non-200 balance reads", failed, "", better="lower", goal=0)
     print("payment initiations per second: see bench.simulator_payments")
 
 

@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bench.report import emit
 from bench.simulator import _consent, _headers, _machine, _signer, _verification_in_process
 from devtools.livebank import running_bank
 
@@ -137,6 +138,15 @@ def main() -> None:
         f"ratio: payment initiations / signature verifications = "
         f"{payments_per_second / verifications_per_second:.3f}"
     )
+    # No stated goal for initiations; the baseline is the balance reads of the same run.
+    emit(
+        "sandbox bank signed payment initiations",
+        payments_per_second,
+        "req/s",
+        better="higher",
+        baseline=reads_per_second,
+    )
+    emit("sandbox bank non-201 payment initiations", pay_failed, "", better="lower", goal=0)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import requests
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from bench.report import emit
 from devtools import pki
 from devtools.pki import CountingKey
 from xs2a.client import ClientConfig, Xs2aClient
@@ -146,6 +147,9 @@ def main() -> None:
     verdict = "met" if ratio <= 1.10 else "NOT met"
     print(f"ratio client/baseline (time per request, median of rounds): {ratio:.3f}  goal <= 1.10: {verdict}")
     print(f"RSA signatures per attempt (client): {signatures_per_attempt:.2f}  (attempts: {len(audited)})")
+    emit("xs2a client balance reads", c, "req/s", better="higher", baseline=b)
+    emit("xs2a client time per request / bare baseline", ratio, "x", better="lower", goal=1.10)
+    emit("RSA signatures per client attempt", signatures_per_attempt, "", better="lower", goal=1.0)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from django.utils import formats
 from django.utils.translation import get_language, to_locale
 from django.utils.translation import gettext_lazy as _
 from stdnum.exceptions import ValidationError as StdnumValidationError
-from stdnum.no import kontonr
+from stdnum.no import fodselsnummer, kontonr
 
 from payments import validators as v
 from payments.instructions import (
@@ -401,3 +401,121 @@ class CrossBorderPaymentForm(forms.Form):
     def bank_body_json(self) -> bytes:
         """The exact bytes of that body, as sent and digested."""
         return initiation_body_json(self.instruction())
+
+
+# --- the domestic product (norwegian-domestic-credit-transfers) ---------------------------------------------
+
+DOMESTIC_FIELDS = (
+    "debtor_account",
+    "amount",
+    "creditor_name",
+    "creditor_account",
+    "remittance_information",
+    "requested_execution_date",
+)
+
+
+class DomesticPaymentForm(CrossBorderPaymentForm):
+    """A domestic credit transfer: NOK to a Norwegian account (an NO IBAN or an 11-digit account number).
+
+    The bank needs neither a BIC nor regulatory reporting for it; the account paid from is a NOK account.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields = {name: self.fields[name] for name in DOMESTIC_FIELDS}
+        self.fields["amount"].label = _("Amount (NOK)")
+        self.fields["creditor_account"].label = _("Recipient's account number")
+        self.fields["creditor_account"].help_text = _(
+            "A Norwegian account: 11 digits, or an IBAN starting with NO."
+        )
+
+    def clean_creditor_account(self) -> str:
+        kind, compact = v.normalise_account_number(self.cleaned_data["creditor_account"])
+        if kind == "iban" and not compact.startswith(DEBTOR_COUNTRY):
+            raise ValidationError(
+                _("A domestic payment goes to a Norwegian account: an IBAN starting with NO or 11 digits."),
+                code="creditor_not_norwegian",
+            )
+        if kind == "bban":
+            try:
+                compact = kontonr.validate(compact)
+            except StdnumValidationError:
+                raise ValidationError(
+                    _("This is not a valid Norwegian account number: it has 11 digits and a check digit."),
+                    code="creditor_bban_invalid",
+                ) from None
+        self._creditor_account_kind = kind
+        return compact
+
+    def clean(self) -> dict:
+        data = forms.Form.clean(self)
+        amount = data.get("amount")
+        if amount is not None:
+            try:
+                v.validate_amount(amount, NOK)
+            except ValidationError as exc:
+                self.add_error("amount", exc)
+        return data
+
+    def instruction(self) -> PaymentInstruction:
+        if not self.is_valid():
+            raise ValueError("the form has errors: there is no instruction to send")
+        data = self.cleaned_data
+        if self.debtor_accounts is not None:
+            debtor = self.debtor_accounts[data["debtor_account"]].reference()
+        else:
+            number = data["debtor_account"]
+            debtor = (
+                AccountReference(currency=NOK, iban=number)
+                if v.looks_like_iban(number)
+                else AccountReference(currency=NOK, bban=number)
+            )
+        creditor = (
+            AccountReference(currency=NOK, iban=data["creditor_account"])
+            if self._creditor_account_kind == "iban"
+            else AccountReference(currency=NOK, bban=data["creditor_account"])
+        )
+        return PaymentInstruction(
+            debtor_account=debtor,
+            amount=data["amount"],
+            currency=NOK,
+            creditor_name=data["creditor_name"],
+            creditor_account=creditor,
+            remittance_information=data["remittance_information"],
+            requested_execution_date=data["requested_execution_date"],
+        )
+
+
+# --- the review page ------------------------------------------------------------------------------------------
+
+
+class PaymentSubmitForm(forms.Form):
+    """The review page's form: the idempotency key it was shown with, and for single SCA (no bank connection)
+    the payer's national identity number (fødselsnummer), sent once as X-PSU-IDENTITY and never stored in
+    clear."""
+
+    idempotency_key = forms.UUIDField(widget=forms.HiddenInput)
+    national_identity_number = forms.CharField(
+        label=_("Your national identity number (fødselsnummer)"),
+        help_text=_("11 digits. The bank uses it to find you; you approve the payment at the bank."),
+        widget=forms.TextInput(
+            attrs={"inputmode": "numeric", "autocomplete": "off", "maxlength": 13, "spellcheck": "false"}
+        ),
+        error_messages={"required": _("Enter your national identity number (11 digits).")},
+    )
+
+    def __init__(self, *args, needs_identity: bool, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if not needs_identity:
+            del self.fields["national_identity_number"]
+
+    def clean_national_identity_number(self) -> str:
+        value = "".join(self.cleaned_data["national_identity_number"].split())
+        try:
+            return fodselsnummer.validate(value)
+        except StdnumValidationError:
+            raise ValidationError(
+                _("This is not a valid national identity number: 11 digits with two check digits."),
+                code="fodselsnummer_invalid",
+            ) from None

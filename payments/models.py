@@ -7,6 +7,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from accounts.crypto import EncryptedTextField
 from payments.validators import validate_currency
 
 
@@ -143,6 +144,14 @@ class Payment(models.Model):
     request_id = models.UUIDField("X-Request-ID of the initiation", unique=True, editable=False)
     tpp_session_id = models.CharField("TPP-Session-ID of the initiation", max_length=64, blank=True)
     body_json = models.TextField("instruction as sent", help_text="The exact JSON bytes signed and sent.")
+    # What the user typed (the form's data), to fill the form again for "Edit" (which makes a new payment).
+    form_data = models.JSONField("form as typed", default=dict, blank=True)
+    # allowLogicalDuplicate=true: the user confirmed paying again what the bank saw as a logical duplicate.
+    allow_logical_duplicate = models.BooleanField("logical duplicate allowed", default=False)
+    # Single SCA (X-PSU-IDENTITY) and the PSU headers of the initiation, encrypted, kept only while the bank's
+    # answer is unknown: a reconciliation replays the same request (same X-Request-ID, body and headers).
+    psu_identity = EncryptedTextField("X-PSU-IDENTITY", blank=True)
+    initiation_psu = EncryptedTextField("PSU headers of the initiation", blank=True)
 
     amount = models.DecimalField("amount", max_digits=23, decimal_places=5)
     currency = models.CharField("currency", max_length=3)
@@ -173,6 +182,7 @@ class Payment(models.Model):
     poll_lease_token = models.CharField("poll lease", max_length=64, blank=True)
     # Reconciliation of OUTCOME_UNKNOWN (payments.services): attempts and next try.
     reconcile_attempts = models.PositiveSmallIntegerField("reconciliation attempts", default=0)
+    reconcile_at = models.DateTimeField("next reconciliation", null=True, blank=True)
 
     created_at = models.DateTimeField("created", default=timezone.now)
     submitted_at = models.DateTimeField("sent to the bank", null=True, blank=True)
@@ -199,6 +209,12 @@ class Payment(models.Model):
                 name="payment_poll_due_idx",
             ),
             models.Index(fields=["state"], name="payment_state_idx"),
+            # payments.services.reconciliations_due: OUTCOME_UNKNOWN payments whose next try has come.
+            models.Index(
+                fields=["reconcile_at"],
+                condition=models.Q(reconcile_at__isnull=False),
+                name="payment_reconcile_due_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -169,3 +169,72 @@ def regulatory_reporting_requirement(*, amount: Decimal, currency: str, on_date:
         applied_threshold_nok=applied,
         equivalent=equivalent,
     )
+
+
+# --- the accounts a payment can be made from (payments.views_initiation) -------------------------------------
+
+
+@dataclass(frozen=True)
+class DebtorChoice:
+    """One consented account the user can pay from, with the connection (PSU-ID) that pays from it."""
+
+    account_id: int
+    connection_id: int
+    context: str
+    key: str
+    label: str
+    currency: str
+    iban: str
+    bban: str
+
+
+def debtor_choices(*, user, currency: str | None = None) -> list[DebtorChoice]:
+    """The user's consented accounts (not card accounts) of live connections with a PSU-ID, in one query;
+    ``currency`` keeps only accounts in it (the domestic product pays from NOK accounts)."""
+    from accounts.models import AccountKind, BankAccount, ConnectionState
+
+    accounts = (
+        BankAccount.objects.filter(
+            connection__user=user,
+            connection__state__in=(ConnectionState.ACTIVE, ConnectionState.PENDING),
+            kind=AccountKind.ACCOUNT,
+            consented=True,
+        )
+        .exclude(connection__psu_id_hash="")
+        .exclude(iban="", bban="")
+        .select_related("connection")
+        .order_by("connection_id", "name", "id")
+    )
+    if currency:
+        accounts = accounts.filter(currency=currency)
+    choices = []
+    for account in accounts:
+        number = account.iban or account.bban
+        company = f" - {account.connection.agreement_name}" if account.connection.agreement_name else ""
+        choices.append(
+            DebtorChoice(
+                account_id=account.pk,
+                connection_id=account.connection_id,
+                context=account.connection.context,
+                key=str(account.pk),
+                label=f"{account.name or account.product or number} ({number}, {account.currency}){company}",
+                currency=account.currency,
+                iban=account.iban,
+                bban="" if account.iban else account.bban,
+            )
+        )
+    return choices
+
+
+def payment_connection_for_typed_account(*, user):
+    """For a payment from a typed account: the user's private connection with a PSU-ID (the latest SCA), or
+    None (single SCA with the national identity number)."""
+    from accounts.models import BankConnection, ConnectionState, PsuContextChoice
+
+    return (
+        BankConnection.objects.filter(user=user, context=PsuContextChoice.PRIVATE)
+        .exclude(state=ConnectionState.DISCONNECTED)
+        .exclude(psu_id_hash="")
+        .order_by("-sca_at", "-pk")
+        .first()
+    )

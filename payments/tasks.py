@@ -52,3 +52,44 @@ def refresh_exchange_rates(self) -> dict | None:
         logger.error("exchange rates: Norges Bank's answer was not understood (%s); keeping the stored rates", exc)
         return None
     return {"created": summary.created, "updated": summary.updated, "unchanged": summary.unchanged}
+
+
+@shared_task(name="payments.poll_payment", ignore_result=True)
+def poll_payment(payment_id: int) -> str:
+    """Read one payment's status from the bank (payments.polling.payment_poll: one poller per payment).
+
+    Not retried by Celery: a failed poll plans its own next try in ``Payment.next_poll_at``, which beat's
+    dispatcher picks up; a duplicate delivery finds the lease taken or the poll already done.
+    """
+    from payments.polling import payment_poll
+
+    return payment_poll(payment_id=payment_id).status
+
+
+@shared_task(name="payments.dispatch_due_polls", ignore_result=True)
+def dispatch_due_polls() -> int:
+    """Enqueue the status polls that are due (beat runs it every minute; polling resumes after a restart)."""
+    from payments.polling import polls_dispatch
+
+    return len(polls_dispatch())
+
+
+@shared_task(name="payments.reconcile_payment", ignore_result=True)
+def reconcile_payment(payment_id: int) -> str:
+    """Find out what became of an initiation whose answer was lost (payments.services.payment_reconcile:
+    replays the same request; one reconciler per payment). Not retried by Celery: the service plans its own
+    next try in ``Payment.reconcile_at``, which beat's dispatcher picks up."""
+    from payments.services import payment_reconcile
+
+    return payment_reconcile(payment_id=payment_id).state
+
+
+@shared_task(name="payments.dispatch_due_reconciliations", ignore_result=True)
+def dispatch_due_reconciliations() -> int:
+    """Enqueue the reconciliations that are due (beat, every minute: they resume after a restart)."""
+    from payments.services import reconciliations_due
+
+    ids = reconciliations_due()
+    for payment_id in ids:
+        reconcile_payment.delay(payment_id)
+    return len(ids)

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+# Staff roles (operator, support and their clients) and a scripted bank: tests/tpp_portal/staff_fixtures.py.
+pytest_plugins = ["tests.tpp_portal.staff_fixtures"]
+
 
 def _users():
     from tests import factories

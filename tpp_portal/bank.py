@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -52,14 +52,41 @@ def bank_audit_context(*, user: Any = None, obj: Any = None) -> Iterator[None]:
         _audit_context.reset(token)
 
 
-def record_bank_call(record: AuditRecord) -> None:
-    """The client's audit hook: one BankCall row per attempt."""
+#: Inside ``bank_audit_deferred()``: the audit records kept back (with their context) until flushed.
+_deferred_calls: ContextVar[list[tuple[AuditRecord, AuditContext]] | None] = ContextVar(
+    "bank_audit_deferred", default=None
+)
+
+
+@contextlib.contextmanager
+def bank_audit_deferred() -> Iterator[Callable[[], None]]:
+    """Bank calls made inside are audited by the ``flush()`` this yields: call it inside the transaction that
+    stores the bank's answer, so that the BankCall rows are committed with it (no commit of their own). Rows
+    still kept back when the block ends (an exception, an early return) are written then."""
+    pending: list[tuple[AuditRecord, AuditContext]] = []
+    token = _deferred_calls.set(pending)
+
+    def flush() -> None:
+        from tpp_portal.models import BankCall
+
+        rows = [_bank_call(record, context) for record, context in pending]
+        pending.clear()
+        if rows:
+            BankCall.objects.bulk_create(rows)
+
+    try:
+        yield flush
+    finally:
+        _deferred_calls.reset(token)
+        flush()
+
+
+def _bank_call(record: AuditRecord, context: AuditContext):
     from tpp_portal.models import BankCall
 
-    context = _audit_context.get()
     user = context.user if getattr(context.user, "is_authenticated", False) else None
     obj = context.obj
-    BankCall.objects.create(
+    return BankCall(
         started_at=record.started_at,
         method=record.method[:8],
         path_template=record.path_template[:200],
@@ -78,6 +105,15 @@ def record_bank_call(record: AuditRecord) -> None:
         content_type=ContentType.objects.get_for_model(obj) if obj is not None and obj.pk is not None else None,
         object_id=str(obj.pk) if obj is not None and obj.pk is not None else "",
     )
+
+
+def record_bank_call(record: AuditRecord) -> None:
+    """The client's audit hook: one BankCall row per attempt (kept back inside ``bank_audit_deferred()``)."""
+    pending = _deferred_calls.get()
+    if pending is not None:
+        pending.append((record, _audit_context.get()))
+        return
+    _bank_call(record, _audit_context.get()).save()
 
 
 def client_config() -> ClientConfig:

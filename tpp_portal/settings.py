@@ -189,6 +189,15 @@ REGULATORY_THRESHOLD_NOK = Decimal("100000")
 REGULATORY_MARGIN = Decimal("0.05")
 EXCHANGE_RATE_MAX_AGE_DAYS = 7  # an older rate does not decide: reporting is then required
 
+# --- the audit log of bank calls (tpp_portal.models.BankCall, pruned by tpp_portal.tasks.prune_bank_calls) ----
+BANK_CALL_RETENTION_DAYS = env.int(
+    "BANK_CALL_RETENTION_DAYS",
+    180,
+    minimum=1,
+    help="days the audit rows of bank calls are kept; older rows are deleted every night",
+)
+BANK_CALL_PRUNE_BATCH = 5000  # rows deleted per statement: short transactions, no long lock on the table
+
 # The one beat schedule of the product (schedules live in code; run exactly one beat process).
 CELERY_BEAT_SCHEDULE = {
     "refresh-exchange-rates": {
@@ -202,15 +211,53 @@ CELERY_BEAT_SCHEDULE = {
         # Mails 14, 7 and 1 days before a consent expires; each reminder is sent once per consent.
         "schedule": crontab(minute=15, hour=6),
     },
+    "prune-bank-calls": {
+        "task": "tpp_portal.prune_bank_calls",
+        # Deletes audit rows of bank calls older than BANK_CALL_RETENTION_DAYS, in batches, at a quiet hour.
+        "schedule": crontab(minute=40, hour=2),
+    },
+    "dispatch-payment-status-polls": {
+        "task": "payments.dispatch_due_polls",
+        # Enqueues the payments whose next status poll (Payment.next_poll_at) is due: polling resumes after a
+        # restart, and a poll lost with a killed worker is enqueued again.
+        "schedule": 60.0,
+    },
+    "dispatch-payment-reconciliations": {
+        "task": "payments.dispatch_due_reconciliations",
+        # Enqueues the initiations whose answer was lost (OUTCOME_UNKNOWN) and whose next check
+        # (Payment.reconcile_at) is due: reconciliation resumes after a restart.
+        "schedule": 60.0,
+    },
+    "plan-account-refreshes": {
+        "task": "accounts.plan_refreshes",
+        # Enqueues the unattended refreshes of accounts whose next_refresh_at is due (every 6 hours + jitter per
+        # account, so the bank's 4 unattended calls per 24 hours hold; the ledger RefreshCall enforces it).
+        "schedule": 300.0,
+    },
+    "expire-consents": {
+        "task": "accounts.expire_consents",
+        # Connections whose consent passed consent_valid_until become needs_reconnect.
+        "schedule": crontab(minute=5),
+    },
 }
+# Payment status polling (payments/polling.py). The bank's batches (spec 8: five a day) move a payment on;
+# the status is read shortly after each, never more than PAYMENT_POLL_MAX_INTERVAL apart.
+PAYMENT_STATUS_BATCH_TIMES_UTC = ("05:00", "08:00", "11:00", "13:00", "15:00")
 
 # --- the bank --------------------------------------------------------------------------------------------
+_LOCAL_SANDBOX_BANK = "http://127.0.0.1:8001"  # `make bank`: the sandbox bank of this repository
 BANK_BASE_URL = env.url(
     "BANK_BASE_URL",
-    "http://127.0.0.1:8001",
+    _LOCAL_SANDBOX_BANK,
     help="the bank's XS2A base address, with any path prefix (default: the local sandbox bank)",
 )
-BANK_IS_SANDBOX = env.bool("BANK_IS_SANDBOX", True, help="the bank offers the /v1/sandbox operations")
+# Only the embedded default bank is known to be a sandbox; any other bank, and production, must say so.
+BANK_IS_SANDBOX = env.bool(
+    "BANK_IS_SANDBOX",
+    not PRODUCTION and BANK_BASE_URL == _LOCAL_SANDBOX_BANK,
+    help="the bank offers the /v1/sandbox operations (the staff sandbox area); default true only for the "
+    "local sandbox bank outside production",
+)
 _certs_hint = " (run `make certs` to create the development certificates)"
 try:
     BANK_SIGNING_CERT = env.path(

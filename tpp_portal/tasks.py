@@ -6,6 +6,8 @@ from celery import shared_task
 from django.core.cache import cache
 from django.utils import timezone
 
+from tpp_portal.services import bank_calls_prune
+
 logger = logging.getLogger(__name__)
 
 
@@ -15,3 +17,9 @@ def ping(token: str) -> None:
     # The token is logged under a secret name on purpose: the smoke test checks that the worker redacts it.
     logger.info("ping received token=%s", token)
     cache.set(f"ping:{token}", timezone.now().isoformat(), timeout=300)
+
+
+@shared_task(name="tpp_portal.prune_bank_calls", ignore_result=True)
+def prune_bank_calls() -> int:
+    """Nightly (beat): the audit log keeps BANK_CALL_RETENTION_DAYS days of bank calls."""
+    return bank_calls_prune()

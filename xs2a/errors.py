@@ -258,7 +258,9 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> tupl
         return None, None
     now = now or datetime.now(UTC)
     text = value.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():
+        if len(text) > 9:  # over 31 years: not a real answer (and beyond what timedelta holds)
+            return None, None
         seconds = float(int(text))
         return seconds, now + timedelta(seconds=seconds)
     try:

@@ -157,8 +157,10 @@ def test_accounts_overview_shows_latest_balances_in_constant_queries(
 ):
     _accounts_with_balances(alice, n)
 
-    # session, user, accounts, latest balances (the session is saved only when its activity stamp is old)
-    with django_assert_num_queries(4):
+    # session, user, accounts, latest balances, and the refresh budgets (selectors.refresh_budgets: the unattended
+    # calls of the last 24 hours and the accounts' planned/blocked times); the session is saved only when its
+    # activity stamp is old
+    with django_assert_num_queries(6):
         response = alice_client.get("/bank/accounts/")
 
     body = response.content.decode()

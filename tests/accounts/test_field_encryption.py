@@ -75,7 +75,7 @@ def test_key_rotation_old_key_still_decrypts_new_key_encrypts(alice, settings, t
 
     output = io.StringIO()
     call_command("rotate_field_encryption", stdout=output)  # step 2: re-encrypt with the first key
-    assert "re-encrypted 2 connection(s)" in output.getvalue()
+    assert "re-encrypted 2 row(s)" in output.getvalue()
     settings.FIELD_ENCRYPTION_KEYS = [new]  # step 3: the old key is dropped
 
     assert BankConnection.objects.get(pk=connection.pk).psu_id == PSU_ID

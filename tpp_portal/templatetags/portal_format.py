@@ -26,7 +26,8 @@ def money(amount, currency: str = "") -> str:
     except (TypeError, ValueError):
         logger.warning("money filter: not a decimal amount: %r", amount)
         return f"{amount} {currency}".strip()
-    exponent = value.as_tuple().exponent
+    # Trailing zeros are not digits the bank gave: a DecimalField(decimal_places=5) reads 150000.00000.
+    exponent = value.normalize().as_tuple().exponent if value.is_finite() else 0
     digits = max(0, -exponent) if isinstance(exponent, int) else 0
     try:
         places = max(minor_units(currency), digits) if currency else max(2, digits)

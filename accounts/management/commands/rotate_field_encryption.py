@@ -10,4 +10,4 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         rows = field_encryption_rotate()
-        self.stdout.write(f"re-encrypted {rows} connection(s) with the first key")
+        self.stdout.write(f"re-encrypted {rows} row(s) with the first key")

@@ -1,0 +1,110 @@
+"""Shared set-up of the payment benchmarks (bench.payments_initiation, bench.payments_status): the portal's
+temporary database, Django on it, a PSU-ID of Private Customer 1 through the bank's SCA screens, the customer's
+main account and a signed initiation's body. Public names: the benchmarks import from here, never each other's
+private helpers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import uuid
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from devtools.livebank import sca_post
+
+PRIVATE_1 = "13039319955"  # Private Customer 1 of the sandbox (a test fødselsnummer, not a person's)
+PRODUCT = "norwegian-cross-border-credit-transfers"
+
+__all__ = [
+    "PRIVATE_1",
+    "PRODUCT",
+    "main_iban",
+    "payment_body",
+    "portal_database",
+    "private_psu_id",
+    "setup_portal",
+]
+
+
+@contextlib.contextmanager
+def portal_database(tmp: Path) -> Iterator[str]:
+    """The portal's database for the run: with DATABASE_URL naming a PostgreSQL server (as in production and
+    CI), a temporary database on that server, dropped afterwards; otherwise a temporary SQLite file."""
+    server = os.environ.get("DATABASE_URL", "")
+    if not server.startswith(("postgres://", "postgresql://")):
+        yield f"sqlite:///{tmp / 'portal.sqlite3'}"
+        return
+    import psycopg
+
+    parts = urlsplit(server)
+    name = f"bench_portal_{uuid.uuid4().hex[:12]}"
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def setup_portal(database_url: str, bank_url: str) -> None:
+    os.environ.update(
+        {"DJANGO_SETTINGS_MODULE": "tpp_portal.settings", "DATABASE_URL": database_url, "BANK_BASE_URL": bank_url}
+    )
+    os.environ.pop("REDIS_URL", None)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    logging.disable(logging.INFO)  # the client's one log line per call would cost both sides alike; keep it quiet
+
+
+def private_psu_id(presence) -> str:
+    """A PSU-ID of Private Customer 1 for this TPP, through the bank's SCA screens (consent start + redirect)."""
+    import dataclasses
+
+    import requests
+
+    from tpp_portal.bank import bank_client
+
+    answer = bank_client().consent_start(psu=dataclasses.replace(presence, context="PRIVATE"))
+    href = answer.sca_redirect
+    browser = requests.Session()
+    page = browser.get(href, timeout=10)
+    page = sca_post(browser, href, page, identity=PRIVATE_1, action="identify")
+    agreement = re.search(r'name="agreement" value="([^"]+)"', page.text).group(1)
+    page = sca_post(browser, href, page, agreement=agreement, action="context")
+    accounts = re.findall(r'name="account" value="([^"]+)"', page.text)
+    done = sca_post(browser, href, page, account=accounts, action="approve")
+    return re.search(r"psu-id=([0-9a-f-]{36})", done.headers["Location"]).group(1)
+
+
+def main_iban(psu) -> str:
+    from tpp_portal.bank import bank_client
+
+    return next(a.iban for a in bank_client().accounts(psu=psu) if a.name == "Brukskonto")
+
+
+def payment_body(debtor_iban: str, amount: Decimal) -> bytes:
+    body = {
+        "instructedAmount": {"amount": f"{amount:.2f}", "currency": "NOK"},
+        "creditorName": "Müller Maschinenbau GmbH",
+        "creditorAgent": "COBADEFFXXX",
+        "creditorAccount": {"iban": "DE89370400440532013000", "currency": "EUR"},
+        "debtorAccount": {"iban": debtor_iban, "currency": "NOK"},
+        "remittanceInformationUnstructured": "Invoice",
+    }
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

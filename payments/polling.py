@@ -1,0 +1,375 @@
+"""Status polling of payments after approval (issue 7): one poller per payment, slower over time, until final.
+
+The schedule lives in the database, not in the broker: ``Payment.next_poll_at`` is the time of the next status
+read. ``poll_soon`` sets it to now and enqueues the poll once the transaction commits; beat's
+``payments.dispatch_due_polls`` enqueues every payment whose time has come (so polling resumes after a restart,
+and a task lost with a killed worker is enqueued again). Whoever polls first takes the lease
+(``poll_lease_until``/``poll_lease_token``) with a conditional UPDATE: a second poller of the same payment finds
+the lease held and does nothing, so two pollers never call the bank for one payment at once.
+
+A poll that dies half-way (worker killed) loses nothing: the bank call is a read, and the answer is written in
+one transaction (status, timeline event, next poll) only by the holder of the lease; until then
+``next_poll_at`` stays due and the lease expires on its own.
+
+When to poll next:
+
+* a final status (ACSC, RJCT, CANC): never again;
+* RCVD or PATC (approval, or a further signature, still missing): slowly, with backoff, for as long as the
+  bank's SCA may still be completed; the callback of the next approval calls ``poll_soon`` anyway;
+* a status the bank's batches move on (PDNG, ACTC, ACCP, ACSP ...): shortly after the bank's next batch
+  (``PAYMENT_STATUS_BATCH_TIMES_UTC``, spec 8: batches run five times a day), and overnight at least every
+  ``PAYMENT_POLL_BATCH_MAX_WAIT`` (the status may change asynchronously, spec 3 rule 1); without a batch
+  schedule, backoff: the longer the status has not changed, the longer the wait (up to
+  ``PAYMENT_POLL_MAX_INTERVAL``).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from payments.models import (
+    FINAL_TRANSACTION_STATUSES,
+    Payment,
+    PaymentEvent,
+    PaymentEventKind,
+    PaymentProduct,
+    PaymentState,
+)
+from tpp_portal.bank import bank_audit_context, bank_client
+from xs2a.errors import AccessExceededError, ResourceUnknownError, Xs2aError
+
+logger = logging.getLogger(__name__)
+
+#: Statuses that wait for the PSU (approval) or for further signers, not for the bank's processing.
+WAITING_FOR_SIGNERS = frozenset({"RCVD", "PATC"})
+
+# Defaults of the settings read below (each may be overridden in settings.py or a test).
+DEFAULT_LEASE = timedelta(minutes=2)  # longer than one status call with its retries (BANK_TIMEOUT x attempts)
+DEFAULT_MIN_INTERVAL = timedelta(seconds=30)
+DEFAULT_MAX_INTERVAL = timedelta(hours=2)
+DEFAULT_BATCH_GRACE = timedelta(minutes=2)  # after a batch's slot, before its result is read
+DEFAULT_BATCH_MAX_WAIT = timedelta(hours=6)  # with a batch schedule: the longest wait (overnight) between reads
+DEFAULT_SIGNERS_WINDOW = timedelta(hours=2)  # RCVD/PATC: the bank's SCA session lasts one hour (spec 3)
+DEFAULT_BATCH_TIMES = ("05:00", "08:00", "11:00", "13:00", "15:00")
+DISPATCH_BATCH = 500  # due payments enqueued per beat run
+
+
+@dataclass(frozen=True)
+class PollOutcome:
+    """The result of one poll. ``ok`` false: the bank failed (``message`` carries its text) or no poll ran."""
+
+    ok: bool
+    message: str
+    status: str
+    changed: bool = False
+    skipped: bool = False  # another poller holds the lease, or there is nothing to poll
+
+
+def _setting(name: str, default):
+    return getattr(settings, name, default)
+
+
+def _lease() -> timedelta:
+    return _setting("PAYMENT_POLL_LEASE", DEFAULT_LEASE)
+
+
+def batch_times() -> tuple[time, ...]:
+    """The bank's batch slots (UTC), sorted; empty when unknown."""
+    values = _setting("PAYMENT_STATUS_BATCH_TIMES_UTC", DEFAULT_BATCH_TIMES) or ()
+    return tuple(sorted(time.fromisoformat(value) for value in values))
+
+
+def next_batch_after(moment: datetime) -> datetime | None:
+    """The first batch slot strictly after ``moment`` (UTC), or None without a schedule."""
+    slots = batch_times()
+    if not slots:
+        return None
+    moment = moment.astimezone(UTC)
+    for day in range(2):
+        date = moment.date() + timedelta(days=day)
+        for slot in slots:
+            candidate = datetime.combine(date, slot, tzinfo=UTC)
+            if candidate > moment:
+                return candidate
+    raise AssertionError("a non-empty daily schedule has a slot within two days")
+
+
+def next_poll_time(*, status: str, now: datetime, unchanged_since: datetime) -> datetime | None:
+    """When to read the status of a payment next, given its bank ``status`` (unchanged since
+    ``unchanged_since``); None: never (final, or too long waiting for a signer)."""
+    if status in FINAL_TRANSACTION_STATUSES:
+        return None
+    minimum = _setting("PAYMENT_POLL_MIN_INTERVAL", DEFAULT_MIN_INTERVAL)
+    maximum = _setting("PAYMENT_POLL_MAX_INTERVAL", DEFAULT_MAX_INTERVAL)
+    waited = max(now - unchanged_since, timedelta(0))
+    backoff = min(max(waited, minimum), maximum)  # doubles the time since the last change: slower over time
+    if status in WAITING_FOR_SIGNERS:
+        if waited > _setting("PAYMENT_POLL_SIGNERS_WINDOW", DEFAULT_SIGNERS_WINDOW):
+            return None  # the SCA sessions have expired; a new approval calls poll_soon
+        return now + backoff
+    batch = next_batch_after(now)
+    if batch is None:
+        return now + backoff
+    longest = _setting("PAYMENT_POLL_BATCH_MAX_WAIT", DEFAULT_BATCH_MAX_WAIT)
+    return min(batch + _setting("PAYMENT_POLL_BATCH_GRACE", DEFAULT_BATCH_GRACE), now + longest)
+
+
+# --- scheduling ----------------------------------------------------------------------------------------------
+
+
+def poll_soon(payment: Payment) -> None:
+    """Read the payment's status as soon as possible: next_poll_at = now, and the poll task is enqueued when
+    the current transaction commits (at once outside one). Safe to call twice: the lease makes one poll."""
+    from payments.tasks import poll_payment
+
+    now = timezone.now()
+    Payment.objects.filter(pk=payment.pk).update(next_poll_at=now)
+    payment.next_poll_at = now
+    payment_pk = payment.pk
+    # robust: a broker that cannot be reached must not fail the request that approved the payment; the poll is
+    # due in the database anyway, and beat's dispatcher enqueues it within a minute.
+    transaction.on_commit(lambda: poll_payment.delay(payment_pk), robust=True)
+
+
+def due_payment_ids(*, now: datetime | None = None, limit: int = DISPATCH_BATCH) -> list[int]:
+    """Payments whose next poll is due and whose lease (if any) has expired, oldest due first."""
+    now = now or timezone.now()
+    return list(
+        Payment.objects.filter(next_poll_at__lte=now)
+        .filter(Q(poll_lease_until__isnull=True) | Q(poll_lease_until__lt=now))
+        .order_by("next_poll_at", "id")
+        .values_list("id", flat=True)[:limit]
+    )
+
+
+def polls_dispatch(*, now: datetime | None = None) -> list[int]:
+    """Enqueue a poll of every due payment (beat runs this every minute).
+
+    Each enqueued payment's next_poll_at moves one lease ahead, so the next beat run does not enqueue it again
+    while the task waits in the queue; if the task is lost (a worker killed before it ran), the payment is due
+    again after that and is enqueued again.
+    """
+    from payments.tasks import poll_payment
+
+    now = now or timezone.now()
+    ids = due_payment_ids(now=now)
+    if not ids:
+        return []
+    Payment.objects.filter(pk__in=ids, next_poll_at__lte=now).update(next_poll_at=now + _lease())
+    for payment_id in ids:
+        poll_payment.delay(payment_id)
+    return ids
+
+
+# --- the lease -----------------------------------------------------------------------------------------------
+
+
+def lease_take(*, payment_id: int, now: datetime) -> str | None:
+    """Take the single-poller lease of the payment: one conditional UPDATE, so of two pollers racing only one
+    gets it. Returns the lease token, or None when another poller holds an unexpired lease."""
+    token = secrets.token_hex(16)
+    taken = (
+        Payment.objects.filter(pk=payment_id)
+        .filter(Q(poll_lease_until__isnull=True) | Q(poll_lease_until__lt=now))
+        .update(poll_lease_until=now + _lease(), poll_lease_token=token)
+    )
+    return token if taken == 1 else None
+
+
+def lease_release(*, payment_id: int, token: str) -> None:
+    Payment.objects.filter(pk=payment_id, poll_lease_token=token).update(
+        poll_lease_until=None, poll_lease_token=""
+    )
+
+
+# --- one poll ------------------------------------------------------------------------------------------------
+
+
+def _last_change(payment: Payment) -> datetime:
+    last = (
+        PaymentEvent.objects.filter(payment=payment, kind=PaymentEventKind.STATUS)
+        .order_by("-at", "-id")
+        .values_list("at", flat=True)
+        .first()
+    )
+    return last or payment.submitted_at or payment.created_at
+
+
+def _bank_text(error: Xs2aError) -> str:
+    return error.text or error.code or (f"HTTP {error.status}" if error.status else error.message)
+
+
+def payment_poll(*, payment_id: int, now: datetime | None = None, actor=None) -> PollOutcome:
+    """Read the payment's status from the bank once, now, and store what changed (status, funds, timeline,
+    next poll). Returns at once (``skipped``) when another poller holds the lease or there is nothing to read.
+
+    ``actor``: the user who asked (the "check now" button), for the audit of the bank call; None for the worker.
+    """
+    started = timezone.now()  # the real clock (``now`` may be a simulated one), see _keep_asked_poll
+    now = now or started
+    token = lease_take(payment_id=payment_id, now=now)
+    if token is None:
+        status = Payment.objects.filter(pk=payment_id).values_list("transaction_status", flat=True).first()
+        return PollOutcome(
+            ok=False, message=_("The status is being checked already."), status=status or "", skipped=True
+        )
+    try:
+        payment = Payment.objects.get(pk=payment_id)
+        if not payment.payment_id or payment.is_final:
+            Payment.objects.filter(pk=payment_id).update(next_poll_at=None)
+            return PollOutcome(
+                ok=True, message=_("There is nothing to check."), status=payment.transaction_status, skipped=True
+            )
+        return _poll(payment, token=token, now=now, actor=actor, started=started)
+    finally:
+        lease_release(payment_id=payment_id, token=token)
+
+
+def _poll(payment: Payment, *, token: str, now: datetime, actor, started: datetime) -> PollOutcome:
+    href = payment.links.get("status") if isinstance(payment.links, dict) else None
+    try:
+        with bank_audit_context(user=actor, obj=payment):
+            answer = bank_client().payment_status(
+                href=href if isinstance(href, str) and href else None,
+                payment_id=payment.payment_id,
+                product=payment.product,
+            )
+    except ResourceUnknownError as error:
+        if payment.product == PaymentProduct.DOMESTIC and payment.state in (
+            PaymentState.INITIATED,
+            PaymentState.AUTHORISING,
+        ):
+            # Spec 3 rule 5 (known issue): a domestic payment's status cannot be read before it is approved.
+            return _store_failure(
+                payment,
+                token=token,
+                now=now,
+                message=_("The bank shows the status of a domestic payment once it has been approved."),
+                event=False,
+                ok=True,
+                started=started,
+            )
+        return _store_failure(
+            payment, token=token, now=now, message=_bank_text(error), event=True, started=started
+        )
+    except AccessExceededError as error:
+        return _store_failure(
+            payment, token=token, now=now, message=_bank_text(error), retry_at=error.reset_at, started=started
+        )
+    except Xs2aError as error:
+        logger.warning(
+            "payment status not read",
+            extra={"payment_id": payment.pk, "error": type(error).__name__, "x_request_id": error.request_id},
+        )
+        return _store_failure(payment, token=token, now=now, message=_bank_text(error), started=started)
+    return _store_status(payment, token=token, now=now, answer=answer, started=started)
+
+
+def _store_status(payment: Payment, *, token: str, now: datetime, answer, started: datetime) -> PollOutcome:
+    status = answer.transaction_status
+    with transaction.atomic():
+        locked = Payment.objects.select_for_update().filter(pk=payment.pk, poll_lease_token=token).first()
+        if locked is None:  # the lease expired during the call and another poller took over: it writes
+            return PollOutcome(ok=True, message="", status=status, skipped=True)
+        changed = status != locked.transaction_status or (
+            answer.funds_available is not None and answer.funds_available != locked.funds_available
+        )
+        fields = {"poll_count": F("poll_count") + 1, "transaction_status": status}
+        if answer.funds_available is not None:
+            fields["funds_available"] = answer.funds_available
+        if answer.psu_message:
+            fields["psu_message"] = answer.psu_message[:512]
+        if answer.tpp_messages:
+            fields["tpp_messages"] = [
+                {"category": m.category, "code": m.code, "path": m.path, "text": m.text}
+                for m in answer.tpp_messages
+            ]
+        if changed:
+            PaymentEvent.objects.create(
+                payment=locked,
+                at=now,
+                kind=PaymentEventKind.STATUS,
+                transaction_status=status,
+                funds_available=answer.funds_available,
+                detail=(answer.psu_message or "")[:512],
+            )
+        if status in FINAL_TRANSACTION_STATUSES:
+            fields.update(state=PaymentState.FINAL, final_at=locked.final_at or now, next_poll_at=None)
+        else:
+            if status not in WAITING_FOR_SIGNERS and locked.state in (
+                PaymentState.INITIATED,
+                PaymentState.AUTHORISING,
+            ):
+                fields["state"] = PaymentState.AWAITING_STATUS
+            since = now if changed else _last_change(locked)
+            planned = next_poll_time(status=status, now=now, unchanged_since=since)
+            fields["next_poll_at"] = _keep_asked_poll(locked, planned, started=started)
+        if not _update_holding_lease(locked.pk, token, **fields):
+            return PollOutcome(ok=True, message="", status=status, skipped=True)
+    return PollOutcome(ok=True, message="", status=status, changed=changed)
+
+
+def _store_failure(
+    payment: Payment,
+    *,
+    token: str,
+    now: datetime,
+    message: str,
+    event: bool = False,
+    ok: bool = False,
+    retry_at: datetime | None = None,
+    started: datetime,
+) -> PollOutcome:
+    """No status was read: plan the next try (later and later), and for a lasting problem note it once."""
+    with transaction.atomic():
+        locked = Payment.objects.select_for_update().filter(pk=payment.pk, poll_lease_token=token).first()
+        if locked is None:
+            return PollOutcome(ok=ok, message=message, status=payment.transaction_status, skipped=True)
+        status = locked.transaction_status
+        since = _last_change(locked)
+        later = next_poll_time(status=status or "RCVD", now=now, unchanged_since=since)
+        if later is None and status not in FINAL_TRANSACTION_STATUSES:
+            later = now + _setting("PAYMENT_POLL_MAX_INTERVAL", DEFAULT_MAX_INTERVAL)
+        if retry_at is not None and (later is None or retry_at > later):
+            later = retry_at
+        elif later is not None:
+            later = _keep_asked_poll(locked, later, started=started)
+        if event:
+            last = locked.events.order_by("-at", "-id").values_list("kind", "detail").first()
+            if last != (PaymentEventKind.BANK_ERROR, message[:512]):
+                PaymentEvent.objects.create(
+                    payment=locked, at=now, kind=PaymentEventKind.BANK_ERROR, detail=message[:512]
+                )
+        if not _update_holding_lease(locked.pk, token, poll_count=F("poll_count") + 1, next_poll_at=later):
+            return PollOutcome(ok=ok, message=message, status=status, skipped=True)
+    return PollOutcome(ok=ok, message=message, status=status)
+
+
+def _keep_asked_poll(locked: Payment, planned: datetime | None, *, started: datetime) -> datetime | None:
+    """The next poll: ``planned``, unless poll_soon asked for one while this poll was under way (the SCA
+    callback of an approval, a cancellation): its task ran into this poll's lease and did nothing, and what this
+    poll read may predate that event, so the asked-for poll stays due (beat's dispatcher runs it). Recognised by
+    a due time set after this poll started and not in the future (the dispatcher's marks are a lease ahead)."""
+    asked = locked.next_poll_at
+    if asked is None or not (started < asked <= timezone.now()):
+        return planned
+    return asked if planned is None else min(planned, asked)
+
+
+def _update_holding_lease(pk: int, token: str, **fields) -> bool:
+    """The write of a poll, only while its lease is still held: conditional on the token in the UPDATE itself,
+    so that it holds on SQLite too (where select_for_update locks nothing). When another poller has taken
+    over, everything this transaction wrote (the timeline event) is rolled back and the other poller writes."""
+    if Payment.objects.filter(pk=pk, poll_lease_token=token).update(**fields) == 1:
+        return True
+    transaction.set_rollback(True)
+    return False

@@ -1,0 +1,340 @@
+"""Payment initiation pages: the form (cross-border or domestic), the review, the one submission, the start of
+the approval at the bank (SCA), the check of a payment whose answer was lost, and the SCA callback of a payment.
+
+Thin: forms check, payments.services writes, selectors read. Every page is a sensitive page; a payment of
+another user is a 404. Submitting needs the password typed recently (require_recent_authentication).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_http_methods, require_POST
+
+from accounts.models import BankConnection, PsuContextChoice
+from accounts.psu import psu_presence
+from accounts.security import require_recent_authentication, sensitive_page, session_forget_reauthentication
+from accounts.services import CallbackParams, IdentityMismatch, ScaStateRejected
+from payments import selectors, services
+from payments.forms import CrossBorderPaymentForm, DebtorAccountOption, DomesticPaymentForm, PaymentSubmitForm
+from payments.models import Payment, PaymentProduct, PaymentState
+from payments.payment_selectors import payment_for_viewer, payment_owned
+from payments.spec import NOK
+
+logger = logging.getLogger(__name__)
+
+#: The payment this browser session was sent to the bank to approve: the bank's failure redirect names none.
+APPROVING_KEY = "payments.approving"
+
+_FORMS = {PaymentProduct.CROSS_BORDER: CrossBorderPaymentForm, PaymentProduct.DOMESTIC: DomesticPaymentForm}
+
+
+def payment_page(payment: Payment) -> str:
+    """Where a payment is shown now: its review while unsent, the form again when refused, the check while
+    the bank's answer is unknown, else the payment's own page."""
+    if payment.state == PaymentState.DRAFT:
+        return reverse("payment-review", args=[payment.pk])
+    if payment.state == PaymentState.REFUSED:
+        return reverse("payment-edit", args=[payment.pk])
+    if payment.state in (PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN):
+        return reverse("payment-reconcile", args=[payment.pk])
+    return reverse("payment-detail", args=[payment.pk])
+
+
+# --- the form ------------------------------------------------------------------------------------------------
+
+
+def _debtors(user, product: str) -> list[selectors.DebtorChoice]:
+    return selectors.debtor_choices(user=user, currency=NOK if product == PaymentProduct.DOMESTIC else None)
+
+
+def _form(product: str, choices: list[selectors.DebtorChoice], data=None, **kwargs):
+    options = (
+        [
+            DebtorAccountOption(key=c.key, label=c.label, currency=c.currency, iban=c.iban, bban=c.bban)
+            for c in choices
+        ]
+        if choices
+        else None
+    )
+    return _FORMS[product](data, debtor_accounts=options, **kwargs)
+
+
+def _draft_from_form(request, product: str, form, choices, *, replaces=None, allow_duplicate=False) -> Payment:
+    if choices:
+        chosen = next(c for c in choices if c.key == form.cleaned_data["debtor_account"])
+        connection = BankConnection.objects.get(pk=chosen.connection_id, user=request.user)
+        context = chosen.context
+    else:
+        connection = selectors.payment_connection_for_typed_account(user=request.user)
+        context = PsuContextChoice.PRIVATE
+    requirement = getattr(form, "reporting_requirement", None)
+    equivalent = requirement.equivalent.amount_nok if requirement and requirement.equivalent else None
+    return services.payment_draft_create(
+        user=request.user,
+        product=product,
+        context=context,
+        connection=connection,
+        instruction=form.instruction(),
+        body_json=form.bank_body_json(),
+        form_data={key: value for key, value in form.data.items() if key in form.fields},
+        nok_equivalent=equivalent,
+        allow_logical_duplicate=allow_duplicate,
+        replaces=replaces,
+    )
+
+
+def _new(request, product: str):
+    choices = _debtors(request.user, product)
+    form = _form(product, choices, request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
+        payment = _draft_from_form(request, product, form, choices)
+        return redirect("payment-review", payment.pk)
+    return render(
+        request,
+        "payments/form.html",
+        {
+            "form": form,
+            "product": product,
+            "typed_debtor": not choices,
+            "domestic": product == PaymentProduct.DOMESTIC,
+        },
+    )
+
+
+@sensitive_page
+@require_http_methods(["GET", "POST"])
+def payment_new(request):
+    return _new(request, PaymentProduct.CROSS_BORDER)
+
+
+@sensitive_page
+@require_http_methods(["GET", "POST"])
+def payment_new_domestic(request):
+    return _new(request, PaymentProduct.DOMESTIC)
+
+
+def _is_logical_duplicate(payment: Payment) -> bool:
+    return any(
+        (m.get("code") == "CONFLICT" and m.get("path") == "allowLogicalDuplicate")
+        for m in payment.tpp_messages or []
+    )
+
+
+@sensitive_page
+@require_http_methods(["GET", "POST"])
+def payment_edit(request, pk):
+    """The form again, filled in as the payment was typed. Saving makes a new payment (a submitted one is never
+    changed); for a payment the bank refused, its messages stand next to the fields they name."""
+    payment = payment_owned(user=request.user, pk=pk)
+    choices = _debtors(request.user, payment.product)
+    duplicate = payment.state == PaymentState.REFUSED and _is_logical_duplicate(payment)
+    if request.method == "POST":
+        form = _form(payment.product, choices, request.POST)
+        allow_duplicate = duplicate and request.POST.get("allow_logical_duplicate") == "on"
+        if form.is_valid():
+            new = _draft_from_form(
+                request, payment.product, form, choices, replaces=payment, allow_duplicate=allow_duplicate
+            )
+            return redirect("payment-review", new.pk)
+        bank_errors: list[str] = []
+    else:
+        form = _form(payment.product, choices, payment.form_data or None)
+        bank_errors = []
+        if payment.state == PaymentState.REFUSED:
+            form.is_valid()  # bind and check: the bank's messages are added beside the typed values
+            by_field, bank_errors = services.bank_errors_by_field(payment.tpp_messages)
+            for name, texts in by_field.items():
+                for text in texts:
+                    if name in form.fields:
+                        form.add_error(name, text)
+                    else:
+                        bank_errors.append(text)
+    return render(
+        request,
+        "payments/form.html",
+        {
+            "form": form,
+            "product": payment.product,
+            "typed_debtor": not choices,
+            "domestic": payment.product == PaymentProduct.DOMESTIC,
+            "edited": payment,
+            "bank_errors": bank_errors,
+            "offer_duplicate": duplicate,
+        },
+    )
+
+
+# --- review and submission -----------------------------------------------------------------------------------
+
+
+def _review(request, payment: Payment, form: PaymentSubmitForm, *, status: int = 200):
+    return render(
+        request,
+        "payments/review.html",
+        {
+            "payment": payment,
+            "form": form,
+            "body": payment.body_json,
+            "instruction": _instruction_view(payment),
+            "domestic": payment.product == PaymentProduct.DOMESTIC,
+        },
+        status=status,
+    )
+
+
+def _instruction_view(payment: Payment) -> dict:
+    """The frozen body as the review page lists it (the same bytes are what is sent)."""
+    body = json.loads(payment.body_json)
+    creditor = body.get("creditorAccount", {})
+    debtor = body.get("debtorAccount", {})
+    return {
+        "creditor_account": creditor.get("iban") or creditor.get("bban", ""),
+        "creditor_agent": body.get("creditorAgent", ""),
+        "creditor_address": body.get("creditorAddress"),
+        "debtor_account": debtor.get("iban") or debtor.get("bban", ""),
+        "debtor_currency": debtor.get("currency", ""),
+        "remittance": body.get("remittanceInformationUnstructured", ""),
+        "purpose_code": body.get("purposeCode", ""),
+        "execution_date": body.get("requestedExecutionDate", ""),
+        "regulatory_code": body.get("regulatoryReportingCode", ""),
+        "regulatory_information": body.get("regulatoryReportingInformation", ""),
+    }
+
+
+def _to_approval(request, payment: Payment):
+    try:
+        href = services.authorisation_start(
+            payment=payment,
+            signer=request.user,
+            session_key=request.session.session_key,
+            presence=psu_presence(request),
+        )
+    except services.AuthorisationNotStarted as error:
+        messages.error(request, _("The bank could not start the approval: %(text)s") % {"text": error.message})
+        return redirect(payment_page(payment))
+    request.session[APPROVING_KEY] = payment.pk
+    return redirect(href)
+
+
+@require_recent_authentication
+@require_http_methods(["GET", "POST"])
+def payment_review(request, pk):
+    """Shows exactly what will be signed and sent; posting it sends the payment once and goes on to the bank's
+    approval. The password must have been typed recently (the decorator asks for it again)."""
+    payment = payment_owned(user=request.user, pk=pk)
+    needs_identity = payment.connection_id is None
+    if payment.state != PaymentState.DRAFT:
+        return redirect(payment_page(payment))
+    if request.method == "GET":
+        form = PaymentSubmitForm(
+            initial={"idempotency_key": payment.idempotency_key}, needs_identity=needs_identity
+        )
+        return _review(request, payment, form)
+    form = PaymentSubmitForm(request.POST, needs_identity=needs_identity)
+    if not form.is_valid():
+        return _review(request, payment, form, status=400)
+    if request.session.session_key is None:
+        request.session.save()
+    try:
+        outcome = services.payment_submit(
+            payment=payment,
+            user=request.user,
+            idempotency_key=str(form.cleaned_data["idempotency_key"]),
+            presence=psu_presence(request),
+            national_identity_number=form.cleaned_data.get("national_identity_number", ""),
+        )
+    except services.PaymentNotSubmittable as error:
+        if error.field and error.field in form.fields:
+            form.add_error(error.field, error.message)
+        else:
+            form.add_error(None, error.message)
+        return _review(request, payment, form, status=400)
+    payment = outcome.payment
+    if outcome.duplicate_submit:
+        return redirect(payment_page(payment))
+    session_forget_reauthentication(request)
+    if payment.state == PaymentState.INITIATED:
+        return _to_approval(request, payment)
+    if payment.state == PaymentState.DRAFT:  # not delivered: the same page may be sent again
+        form = PaymentSubmitForm(
+            initial={"idempotency_key": payment.idempotency_key}, needs_identity=needs_identity
+        )
+        form.add_error(None, outcome.message)
+        return _review(request, payment, form, status=503)
+    if outcome.message:
+        messages.warning(request, outcome.message)
+    return redirect(payment_page(payment))
+
+
+@sensitive_page
+@require_POST
+def payment_approve(request, pk):
+    """Send the signer to the bank to approve the payment: the initiator (again, when an approval failed or
+    was abandoned) or, for a corporate payment waiting for more signatures, another signer of the company."""
+    payment = payment_for_viewer(user=request.user, pk=pk)
+    if request.session.session_key is None:
+        request.session.save()
+    return _to_approval(request, payment)
+
+
+@sensitive_page
+@require_http_methods(["GET", "POST"])
+def payment_reconcile(request, pk):
+    """A payment whose answer from the bank was lost: what is known, and "Check now" (the same request is
+    replayed; the bank answers with the payment it made, or makes it once)."""
+    payment = payment_owned(user=request.user, pk=pk)
+    if payment.state not in (PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN):
+        return redirect(payment_page(payment))
+    if request.method == "POST":  # the service refuses while another caller holds the payment
+        outcome = services.payment_reconcile(
+            payment_id=payment.pk, actor=request.user, presence=psu_presence(request)
+        )
+        payment.refresh_from_db()
+        if payment.state == PaymentState.INITIATED:
+            messages.success(request, _("The bank has the payment. Approve it at the bank to send it."))
+            return _to_approval(request, payment)
+        if payment.state == PaymentState.REFUSED:
+            return redirect(payment_page(payment))
+        if outcome.message:
+            messages.info(request, outcome.message)
+        elif not outcome.attempted:
+            messages.info(request, _("The payment is being checked with the bank right now."))
+        return redirect("payment-reconcile", payment.pk)
+    return render(request, "payments/reconcile.html", {"payment": payment})
+
+
+# --- the SCA callback of a payment (dispatched from accounts.views_bank.callback) -----------------------------
+
+
+def payment_callback(request, params: dict):
+    """The bank sent the signer back after approving a payment (the tpp-session-id names a payment's state)."""
+    try:
+        payment = services.payment_sca_callback_accept(
+            user=request.user, session_key=request.session.session_key, params=CallbackParams(**params)
+        )
+    except ScaStateRejected as exc:
+        logger.info("payment SCA callback rejected", extra={"reason": exc.reason})
+        return render(request, "payments/callback_rejected.html", {"reason": exc.reason}, status=400)
+    except IdentityMismatch:
+        return render(request, "payments/callback_rejected.html", {"reason": "identity"}, status=400)
+    request.session.pop(APPROVING_KEY, None)
+    messages.success(request, _("You approved the payment at the bank. We are following its status."))
+    return redirect("payment-detail", payment.pk)
+
+
+def payment_callback_failure(request, failure: dict[str, str]):
+    """The bank sent the signer back without an approval. When this session was approving a payment, the
+    failure is recorded on it and the page offers to try again; else None (the connection's failure page)."""
+    payment_pk = request.session.pop(APPROVING_KEY, None) if request.user.is_authenticated else None
+    if not isinstance(payment_pk, int):
+        return None
+    payment = services.payment_sca_failed(payment_id=payment_pk, user=request.user, failure=failure)
+    if payment is None:
+        return None
+    return render(request, "payments/callback_failed.html", {"failure": failure, "payment": payment}, status=400)

@@ -1,0 +1,282 @@
+"""Payment pages after the initiation: the payment page (timeline, live status), "check now", cancel, the next
+signer's signature, the list and its CSV export. Thin: selectors read, services write."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import UTC
+
+from django.contrib import messages
+from django.core.cache import cache
+from django.core.paginator import Paginator
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import formats, timezone
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounts.psu import psu_presence
+from accounts.security import ensure_recent_authentication, sensitive_page
+from payments import cancellation, payment_selectors
+from payments.forms_list import PaymentListFilterForm
+from payments.models import Payment, PaymentState
+from payments.polling import payment_poll
+from payments.status import status_text
+from tpp_portal import csvsafe
+from tpp_portal.csvsafe import amount_cell, text_cell
+from tpp_portal.templatetags.portal_format import money
+
+logger = logging.getLogger(__name__)
+
+#: The "check now" button asks the bank at most once in this many seconds per payment.
+CHECK_INTERVAL_SECONDS = 15
+PAGE_SIZE = 25
+
+
+def _when(moment) -> str:
+    return formats.date_format(timezone.localtime(moment), "DATETIME_FORMAT") if moment else ""
+
+
+def _context(request, payment: Payment) -> dict:
+    user = request.user
+    status = status_text(payment.transaction_status, payment.funds_available)
+    return {
+        "payment": payment,
+        "status": status,
+        "is_initiator": payment.user_id == user.pk,
+        "may_sign": payment_selectors.may_sign(user=user, payment=payment),
+        "can_cancel": payment.user_id == user.pk and cancellation.cancellable(payment),
+        "signatures": payment_selectors.signatures(payment),
+        "timeline": payment_selectors.timeline(payment),
+        "insufficient_funds": payment.transaction_status == "ACCP" and payment.funds_available is False,
+        "live": not payment.is_final and payment.state not in (PaymentState.DRAFT, PaymentState.REFUSED),
+        "page_url": request.build_absolute_uri(reverse("payment-detail", args=[payment.pk])),
+    }
+
+
+@sensitive_page
+@require_GET
+def payment_detail(request, pk: int):
+    payment = payment_selectors.payment_for_viewer(user=request.user, pk=pk)
+    return render(request, "payments/detail.html", _context(request, payment))
+
+
+def _signature_text(signature: payment_selectors.Signature) -> str:
+    """The signature's line as the page shows it (detail.html), for the script's redraw."""
+    if signature.signed_at is not None:
+        state = _("signed %(when)s") % {"when": _when(signature.signed_at)}
+    elif signature.failed_at is not None:
+        state = _("not signed") + (f" ({signature.failure})" if signature.failure else "")
+    else:
+        state = _("signing at the bank")
+    return f"{signature.signer}: {state}"
+
+
+def status_payload(request, payment: Payment) -> dict:
+    """What the page's script redraws without a reload (payment_live.js)."""
+    context = _context(request, payment)
+    status = context["status"]
+    return {
+        "id": payment.pk,
+        "state": payment.state,
+        "stateLabel": str(payment.get_state_display()),
+        "transactionStatus": payment.transaction_status,
+        "statusLabel": status.label,
+        "statusMeaning": status.meaning,
+        "statusTone": status.tone,
+        "fundsAvailable": payment.funds_available,
+        "insufficientFunds": context["insufficient_funds"],
+        "final": payment.is_final,
+        "live": context["live"],
+        "canCancel": context["can_cancel"],
+        "maySign": context["may_sign"],
+        "fee": money(payment.fee_amount, payment.fee_currency) if payment.fee_amount is not None else "",
+        "psuMessage": payment.psu_message,
+        "timeline": [
+            {
+                "at": entry.at.isoformat(),
+                "atDisplay": _when(entry.at),
+                "kind": entry.kind,
+                "kindLabel": entry.kind_label,
+                "status": entry.status.code if entry.status else "",
+                "statusLabel": entry.status.label if entry.status else "",
+                "meaning": entry.status.meaning if entry.status else "",
+                "detail": entry.detail,
+                "actor": entry.actor,
+            }
+            for entry in context["timeline"]
+        ],
+        "signatures": [
+            {
+                "signer": s.signer,
+                "signedAt": _when(s.signed_at),
+                "signed": s.signed_at is not None,
+                "text": _signature_text(s),
+            }
+            for s in context["signatures"]
+        ],
+    }
+
+
+@sensitive_page
+@require_GET
+def payment_status_json(request, pk: int):
+    payment = payment_selectors.payment_for_viewer(user=request.user, pk=pk)
+    return JsonResponse(status_payload(request, payment))
+
+
+@sensitive_page
+@require_POST
+def payment_check(request, pk: int):
+    """Read the status from the bank now (at most once in CHECK_INTERVAL_SECONDS per payment)."""
+    payment = payment_selectors.payment_for_viewer(user=request.user, pk=pk)
+    if payment.is_final or not payment.payment_id:
+        messages.info(request, _("The status of this payment does not change any more."))
+    elif not cache.add(f"payment-check:{payment.pk}", 1, CHECK_INTERVAL_SECONDS):
+        messages.info(request, _("The status was checked a moment ago. Please wait a few seconds."))
+    else:
+        outcome = payment_poll(payment_id=payment.pk, actor=request.user)
+        if outcome.ok and not outcome.skipped:
+            messages.success(request, _("The status is up to date."))
+        elif outcome.ok:
+            messages.info(request, outcome.message)
+        else:
+            messages.error(request, outcome.message or _("The bank did not answer. Please try again later."))
+    if request.headers.get("Accept", "").startswith("application/json"):
+        payment.refresh_from_db()
+        return JsonResponse(status_payload(request, payment))
+    return redirect("payment-detail", pk=payment.pk)
+
+
+@sensitive_page
+@require_http_methods(["GET", "POST"])
+def payment_cancel(request, pk: int):
+    payment = payment_selectors.payment_owned(user=request.user, pk=pk)
+    if request.method == "POST":
+        outcome = cancellation.payment_cancel(payment=payment, actor=request.user, presence=psu_presence(request))
+        if outcome.ok:
+            messages.success(request, outcome.message)
+        else:
+            messages.error(request, outcome.message)
+        return redirect("payment-detail", pk=payment.pk)
+    if not cancellation.cancellable(payment):
+        messages.error(request, _("This payment can no longer be cancelled."))
+        return redirect("payment-detail", pk=payment.pk)
+    return render(
+        request,
+        "payments/cancel.html",
+        {"payment": payment, "status": status_text(payment.transaction_status, payment.funds_available)},
+    )
+
+
+@sensitive_page
+@require_POST
+def payment_sign(request, pk: int):
+    """The next signer of a corporate payment in PATC: start their SCA at the bank (their own PSU-ID).
+
+    Signing needs the password typed recently; the password page sends the user back to the payment page (a
+    GET), where they press "Sign at the bank" again: this address takes POST only.
+    """
+    from payments.services import AuthorisationNotStarted, authorisation_start
+
+    payment = payment_selectors.payment_for_viewer(user=request.user, pk=pk)
+    detail = reverse("payment-detail", args=[payment.pk])
+    if (response := ensure_recent_authentication(request, next_url=detail)) is not None:
+        return response
+    if not payment_selectors.may_sign(user=request.user, payment=payment):
+        messages.error(request, _("You cannot sign this payment: it needs no signature of yours."))
+        return redirect("payment-detail", pk=payment.pk)
+    try:
+        href = authorisation_start(
+            payment=payment,
+            signer=request.user,
+            session_key=request.session.session_key,
+            presence=psu_presence(request),
+        )
+    except AuthorisationNotStarted as error:
+        messages.error(request, str(error))
+        return redirect("payment-detail", pk=payment.pk)
+    return redirect(href)
+
+
+# --- the list and its export ---------------------------------------------------------------------------------
+
+
+@sensitive_page
+@require_GET
+def payment_list(request):
+    form = PaymentListFilterForm(request.GET or None)
+    valid = form.is_valid() if form.is_bound else True
+    filters = form.filters() if form.is_bound and valid else payment_selectors.ListFilters()
+    payments = payment_selectors.payments_list(user=request.user, filters=filters).select_related("user")
+    page = Paginator(payments, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [(payment, status_text(payment.transaction_status, payment.funds_available)) for payment in page]
+    query = request.GET.copy()
+    query.pop("page", None)
+    return render(
+        request,
+        "payments/list.html",
+        {"form": form, "page": page, "rows": rows, "query": query.urlencode(), "user_id": request.user.pk},
+    )
+
+
+CSV_HEADER = [
+    "created_at_utc",
+    "payment",
+    "product",
+    "creditor_name",
+    "creditor_account",
+    "amount",
+    "currency",
+    "requested_execution_date",
+    "bank_status",
+    "status",
+    "funds_available",
+    "fee",
+    "fee_currency",
+    "nok_equivalent",
+    "final_at_utc",
+]
+
+
+def _csv_rows(payments) -> Iterator[list[str]]:
+    yield CSV_HEADER
+    for payment in payments.iterator(chunk_size=500):
+        yield [
+            payment.created_at.astimezone(UTC).isoformat(),
+            str(payment.pk),
+            text_cell(payment.product),
+            text_cell(payment.creditor_name),
+            text_cell(payment.creditor_account),
+            amount_cell(payment.amount, payment.currency),
+            text_cell(payment.currency),
+            payment.requested_execution_date.isoformat() if payment.requested_execution_date else "",
+            text_cell(payment.transaction_status),
+            text_cell(status_text(payment.transaction_status, payment.funds_available).label),
+            "" if payment.funds_available is None else str(payment.funds_available).lower(),
+            amount_cell(payment.fee_amount, payment.fee_currency or payment.currency),
+            text_cell(payment.fee_currency),
+            amount_cell(payment.nok_equivalent, "NOK"),
+            payment.final_at.astimezone(UTC).isoformat() if payment.final_at else "",
+        ]
+
+
+@sensitive_page
+@require_GET
+def payment_export(request):
+    """The list as CSV, with the same filters; amounts as plain decimals (a dot, no grouping), times in UTC."""
+    form = PaymentListFilterForm(request.GET or None)
+    if form.is_bound and not form.is_valid():
+        return HttpResponse(
+            _("The filters are not valid: %(errors)s") % {"errors": form.errors.as_text()},
+            status=400,
+            content_type="text/plain; charset=utf-8",
+        )
+    filters = form.filters() if form.is_bound else payment_selectors.ListFilters()
+    payments = payment_selectors.payments_list(user=request.user, filters=filters)
+    response = StreamingHttpResponse(csvsafe.stream(_csv_rows(payments)), content_type="text/csv; charset=utf-8")
+    stamp = timezone.now().strftime("%Y%m%d-%H%M")
+    response["Content-Disposition"] = f'attachment; filename="payments-{stamp}.csv"'
+    return response

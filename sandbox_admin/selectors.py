@@ -1,0 +1,58 @@
+"""Reads of the sandbox bank's mock data (spec 4.2; facts.md section 1). Every call is audited for ``actor``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils import timezone
+
+from sandbox_admin.errors import SandboxError, sandbox_error
+from tpp_portal.bank import bank_audit_context, bank_client
+from xs2a.errors import ResourceUnknownError, Xs2aError
+from xs2a.models import SandboxCustomer
+
+
+@dataclass(frozen=True)
+class CustomerListing:
+    """One answer of GET /v1/sandbox/customers and how long it took (the bank says the flags make it slower)."""
+
+    customers: list[SandboxCustomer]
+    with_accounts: bool
+    with_agreements: bool
+    duration_ms: float  # wall time of the call as the portal saw it, retries included
+    listed_at: datetime
+
+
+class CustomerNotFound(SandboxError):
+    pass
+
+
+def sandbox_customers_list(*, actor, with_accounts: bool, with_agreements: bool) -> CustomerListing:
+    try:
+        with bank_audit_context(user=actor):
+            client = bank_client()
+            started = time.perf_counter()
+            customers = client.sandbox_customers(with_accounts=with_accounts, with_agreements=with_agreements)
+            duration_ms = (time.perf_counter() - started) * 1000
+    except Xs2aError as exc:
+        raise sandbox_error(exc, what="the list") from exc
+    return CustomerListing(
+        customers=customers,
+        with_accounts=with_accounts,
+        with_agreements=with_agreements,
+        duration_ms=duration_ms,
+        listed_at=timezone.now(),
+    )
+
+
+def sandbox_customer_get(*, actor, customer_id: str) -> SandboxCustomer:
+    """One customer with its agreements, accounts and card accounts; ``CustomerNotFound`` if the bank has none."""
+    try:
+        with bank_audit_context(user=actor):
+            return bank_client().sandbox_customer(customer_id)
+    except ResourceUnknownError as exc:
+        raise CustomerNotFound("The bank has no such sandbox customer.", request_id=exc.request_id) from exc
+    except Xs2aError as exc:
+        raise sandbox_error(exc, what="the customer") from exc

@@ -1,0 +1,42 @@
+// Accessibility fixes to widgets of Django's admin, found by axe-core (tests/browser/test_accessibility.py).
+// Loaded by templates/admin/base_site.html on every admin page. The widgets are built by Django's own scripts
+// (SelectFilter2.js, after the page has loaded), so the fixes run again whenever the page changes.
+(function () {
+  "use strict";
+
+  function fieldLabel(input) {
+    var row = input.closest(".form-row, .fieldBox");
+    var label = row && row.querySelector("label");
+    return label ? label.textContent.replace(/:\s*$/, "").trim() : "";
+  }
+
+  function fix(root) {
+    // The search icons of the two-list selector carry an aria-label on a plain <span>: they are images.
+    root.querySelectorAll(".help-tooltip.search-label-icon[aria-label]:not([role])").forEach(function (icon) {
+      icon.setAttribute("role", "img");
+    });
+    // Date and time inputs of a date-time field have only the text "Date:" / "Time:" before them.
+    root.querySelectorAll("p.datetime input:not([aria-label])").forEach(function (input) {
+      var before = input.previousSibling;
+      while (before && before.nodeType === Node.ELEMENT_NODE && before.tagName === "BR") {
+        before = before.previousSibling;
+      }
+      var part = before && before.nodeType === Node.TEXT_NODE ? before.textContent.replace(/:\s*$/, "").trim() : "";
+      var name = [fieldLabel(input), part].filter(Boolean).join(" – ");
+      if (name) {
+        input.setAttribute("aria-label", name);
+      }
+    });
+  }
+
+  function start() {
+    fix(document);
+    new MutationObserver(function () { fix(document); }).observe(document.body, { childList: true, subtree: true });
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+}());

@@ -1,0 +1,65 @@
+"""Against the sandbox bank running as a real process: five unattended refreshes in a row never meet the bank's
+429 (the portal refuses the fifth itself, and the bank's own count then stands exactly at its limit), and
+"Refresh now" reads transactions with the PSU present."""
+
+from __future__ import annotations
+
+import pytest
+
+from accounts import refresh
+from accounts.models import BankAccount, RefreshCall, Transaction, TransactionStatus
+from tests.live_bank import portal_connect
+from tpp_portal.bank import bank_client
+from tpp_portal.models import BankCall
+from xs2a.links import path_from_template
+from xs2a.psu import PsuContext
+
+pytestmark = pytest.mark.live_bank
+
+
+@pytest.fixture
+def known_state(live_bank):
+    """The sandbox in its known state (no unattended reads counted yet), restored afterwards as well."""
+    bank_client().sandbox_initialize()
+    refresh.unattended_client.cache_clear()
+    yield
+    refresh.unattended_client.cache_clear()
+    bank_client().sandbox_initialize()
+
+
+def test_five_unattended_refreshes_never_trigger_the_banks_429(known_state, alice_client, alice):
+    portal_connect(alice_client)
+    account = BankAccount.objects.filter(connection__user=alice, kind="account").order_by("pk").first()
+    BankCall.objects.all().delete()
+
+    outcomes = [refresh.account_refresh(account_id=account.pk) for _ in range(5)]
+
+    assert [o.ok for o in outcomes] == [True, True, True, True, False], [o.message for o in outcomes]
+    assert outcomes[0].transactions_new > 0  # the sandbox's seeded history (90 days of it)
+    assert all(o.transactions_new == 0 for o in outcomes[1:4])  # repeated syncs: nothing duplicated
+    unattended = BankCall.objects.filter(psu_present=False)
+    assert unattended.count() == 8 and not unattended.filter(status=429).exists()
+    assert set(unattended.values_list("status", flat=True)) == {200}
+    assert RefreshCall.objects.filter(account=account).count() == 8
+    ids = list(
+        Transaction.objects.filter(account=account, status=TransactionStatus.BOOKED).values_list(
+            "transaction_id", flat=True
+        )
+    )
+    assert len(ids) == len(set(ids)) and all(ids)
+
+    # The bank's own count stands at its limit: one more unattended read is refused by the bank itself, which
+    # shows the portal's ledger counted exactly what the bank counts.
+    connection = account.connection
+    path = path_from_template("/v1/accounts/{account_id}/balances", account_id=account.resource_id)
+    answer = refresh.unattended_client().request("GET", path, psu=PsuContext(psu_id=connection.psu_id))
+    assert answer.status == 429
+
+    # With the PSU present nothing counts: "Refresh now" still reads balances and transactions.
+    response = alice_client.post("/bank/accounts/refresh/", follow=True)
+    assert response.status_code == 200
+    assert "Balances and transactions refreshed." in response.content.decode()
+    account.refresh_from_db()
+    assert account.transactions_synced_to is not None
+    present = BankCall.objects.filter(psu_present=True, path_template__contains="/transactions")
+    assert present.exists() and not present.exclude(status=200).exists()

@@ -1,0 +1,246 @@
+"""The payment page: the 404 matrix, the timeline with time and plain-words meaning, fees, bank messages,
+insufficient funds, the JSON status behind the live updates, and "check now"."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from payments import polling
+from payments.models import PaymentEvent, PaymentEventKind, PaymentState
+from tests.payments.payment_factories import PaymentFactory, status_event
+from tests.payments.test_polling import FakeBank, status
+
+# (method, url name, the owner's expected status)
+ID_PAGES = [
+    ("get", "payment-detail", 200),
+    ("get", "payment-status-json", 200),
+    ("post", "payment-check", 302),
+    ("get", "payment-cancel", 200),
+    ("post", "payment-cancel", 302),
+    ("post", "payment-sign", 302),
+]
+
+
+@pytest.fixture
+def bank(monkeypatch):
+    fake = FakeBank(status("PDNG"))
+    monkeypatch.setattr(polling, "bank_client", lambda: fake)
+    monkeypatch.setattr("payments.cancellation.bank_client", lambda: fake)
+    return fake
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def _url(name: str, pk: int) -> str:
+    return reverse(name, args=[pk])
+
+
+@pytest.mark.parametrize(("method", "name", "expected"), ID_PAGES)
+@pytest.mark.parametrize("stranger", ["bob", "charlie"])
+def test_anyone_else_gets_404_and_no_bank_call(request, alice, bank, method, name, expected, stranger):
+    payment = PaymentFactory(user=alice)
+    browser = Client()
+    browser.force_login(request.getfixturevalue(stranger))
+
+    response = getattr(browser, method)(_url(name, payment.pk))
+
+    assert response.status_code == 404
+    assert bank.calls == [] and not PaymentEvent.objects.exists()
+
+
+@pytest.mark.parametrize(("method", "name", "expected"), ID_PAGES)
+def test_anonymous_is_sent_to_sign_in(client, alice, bank, method, name, expected):
+    payment = PaymentFactory(user=alice)
+
+    response = getattr(client, method)(_url(name, payment.pk))
+
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+    assert bank.calls == []
+
+
+@pytest.mark.parametrize(("method", "name", "expected"), [p for p in ID_PAGES if p[1] != "payment-sign"])
+def test_owner_gets_the_page(alice_client, alice, bank, method, name, expected):
+    payment = PaymentFactory(user=alice)
+
+    response = getattr(alice_client, method)(_url(name, payment.pk))
+
+    assert response.status_code == expected
+    assert "no-cache" in response.get("Cache-Control", "") or "no-store" in response.get("Cache-Control", "")
+
+
+def test_unknown_id_is_404(alice_client):
+    assert alice_client.get("/payments/999999/").status_code == 404
+
+
+def test_the_page_shows_amount_fee_status_meaning_and_the_timeline(alice_client, alice):
+    payment = PaymentFactory(
+        user=alice,
+        transaction_status="ACSP",
+        state=PaymentState.AWAITING_STATUS,
+        fee_amount=Decimal("50.00"),
+        tpp_messages=[{"category": "WARNING", "code": "X", "text": "Cut-off time passed: executed tomorrow"}],
+    )
+    base = timezone.now() - timedelta(hours=3)
+    PaymentEvent.objects.create(payment=payment, at=base, kind=PaymentEventKind.SUBMITTED)
+    status_event(payment, "RCVD", at=base + timedelta(seconds=1))
+    status_event(payment, "PDNG", at=base + timedelta(minutes=2))
+    status_event(payment, "ACSP", at=base + timedelta(hours=2))
+
+    page = alice_client.get(_url("payment-detail", payment.pk)).content.decode()
+
+    assert "150\xa0000,00 NOK" in page or "150,000.00 NOK" in page
+    assert "50.00 NOK" in page or "50,00 NOK" in page
+    assert "Cut-off time passed: executed tomorrow" in page
+    for label, meaning in [
+        ("Received", "The bank has received the payment."),
+        ("Pending", "waits for the bank&#x27;s next processing run"),
+        ("Being settled", "settlement is in process"),
+    ]:
+        assert label in page and meaning in page
+    timeline = page[page.index('id="payment-timeline"') :]
+    assert timeline.index("Received") < timeline.index("Pending") < timeline.index("Being settled")
+    assert timeline.count("<time datetime=") == 4
+    assert 'data-live="true"' in page and "js/payment_live.js" in page
+
+
+def test_accp_without_funds_is_shown_as_insufficient_funds(alice_client, alice):
+    payment = PaymentFactory(
+        user=alice, transaction_status="ACCP", funds_available=False, state=PaymentState.AWAITING_STATUS
+    )
+    status_event(payment, "ACCP", funds_available=False)
+
+    page = alice_client.get(_url("payment-detail", payment.pk)).content.decode()
+    data = alice_client.get(_url("payment-status-json", payment.pk)).json()
+
+    assert "Insufficient funds" in page
+    assert 'id="payment-insufficient-funds" class="message message-warning">' in page  # not hidden
+    assert data["insufficientFunds"] is True and data["statusLabel"] == "Insufficient funds"
+    assert data["timeline"][0]["statusLabel"] == "Insufficient funds"
+
+
+def test_accp_with_funds_is_not_called_insufficient(alice_client, alice):
+    payment = PaymentFactory(user=alice, transaction_status="ACCP", funds_available=True)
+
+    data = alice_client.get(_url("payment-status-json", payment.pk)).json()
+
+    assert data["insufficientFunds"] is False and data["statusLabel"] == "Accepted"
+
+
+def test_the_json_status_carries_what_the_page_redraws(alice_client, alice):
+    payment = PaymentFactory(user=alice, transaction_status="ACSC", state=PaymentState.FINAL)
+    status_event(payment, "ACSC")
+
+    data = alice_client.get(_url("payment-status-json", payment.pk)).json()
+
+    assert data["transactionStatus"] == "ACSC" and data["final"] is True and data["live"] is False
+    assert data["statusMeaning"] == "The payment is settled: the money has left your account."
+    assert data["canCancel"] is False
+    assert [e["status"] for e in data["timeline"]] == ["ACSC"]
+
+
+def test_check_now_reads_the_bank_once_and_then_waits(alice_client, alice, bank):
+    payment = PaymentFactory(user=alice)
+
+    first = alice_client.post(_url("payment-check", payment.pk), follow=True)
+    second = alice_client.post(_url("payment-check", payment.pk), follow=True)
+
+    assert len(bank.calls) == 1
+    assert "The status is up to date." in first.content.decode()
+    assert "checked a moment ago" in second.content.decode()
+    payment.refresh_from_db()
+    assert payment.transaction_status == "PDNG"
+
+
+def test_check_now_shows_the_banks_text_on_an_error(alice_client, alice, bank):
+    from xs2a.errors import ServerError, TppMessage
+
+    bank.answers = [ServerError("down", status=503, tpp_messages=[TppMessage("ERROR", "X", text="Vedlikehold")])]
+    payment = PaymentFactory(user=alice)
+
+    response = alice_client.post(_url("payment-check", payment.pk), follow=True)
+
+    assert "Vedlikehold" in response.content.decode()
+
+
+def test_check_now_answers_json_to_the_script(alice_client, alice, bank):
+    payment = PaymentFactory(user=alice)
+
+    response = alice_client.post(_url("payment-check", payment.pk), HTTP_ACCEPT="application/json")
+
+    assert response.status_code == 200 and response.json()["transactionStatus"] == "PDNG"
+
+
+def test_the_static_script_exists_and_uses_no_inline_code():
+    from django.contrib.staticfiles import finders
+
+    path = finders.find("js/payment_live.js")
+    assert path
+    text = open(path, encoding="utf-8").read()
+    assert "data-status-url" in text and "innerHTML" not in text and "eval(" not in text
+
+
+def _last_activity(client, seconds_ago: int) -> str:
+    from datetime import UTC, datetime
+
+    from accounts.security import LAST_ACTIVITY_KEY
+
+    stamp = (datetime.now(UTC) - timedelta(seconds=seconds_ago)).isoformat()
+    session = client.session
+    session[LAST_ACTIVITY_KEY] = stamp
+    session.save()
+    return stamp
+
+
+def test_the_pages_background_refresh_does_not_keep_the_session_alive(alice_client, alice, settings):
+    from accounts.security import BACKGROUND_HEADER, LAST_ACTIVITY_KEY
+
+    payment = PaymentFactory(user=alice)
+    stamp = _last_activity(alice_client, 60)
+
+    background = alice_client.get(_url("payment-status-json", payment.pk), headers={BACKGROUND_HEADER: "1"})
+    assert background.status_code == 200
+    assert alice_client.session[LAST_ACTIVITY_KEY] == stamp  # not the user's activity
+
+    alice_client.get(_url("payment-detail", payment.pk))  # the user's own request is
+    assert alice_client.session[LAST_ACTIVITY_KEY] != stamp
+
+
+def test_an_idle_session_is_signed_out_by_the_background_refresh(alice_client, alice, settings):
+    from accounts.security import BACKGROUND_HEADER
+
+    payment = PaymentFactory(user=alice)
+    _last_activity(alice_client, settings.SENSITIVE_IDLE_TIMEOUT + 5)
+
+    response = alice_client.get(_url("payment-status-json", payment.pk), headers={BACKGROUND_HEADER: "1"})
+
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+    assert "_auth_user_id" not in alice_client.session
+
+
+def test_text_from_the_user_and_the_bank_is_escaped_on_the_page_and_the_list(alice_client, alice):
+    evil = '<img src=x onerror="alert(1)">'
+    payment = PaymentFactory(
+        user=alice,
+        creditor_name=evil[:70],
+        psu_message=evil,
+        tpp_messages=[{"category": "WARNING", "code": "X", "path": "", "text": evil}],
+    )
+    PaymentEvent.objects.create(payment=payment, at=timezone.now(), kind=PaymentEventKind.BANK_ERROR, detail=evil)
+
+    page = alice_client.get(reverse("payment-detail", args=[payment.pk])).content.decode()
+    listing = alice_client.get(reverse("payment-list")).content.decode()
+
+    for html in (page, listing):
+        assert "<img" not in html and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html

@@ -1,0 +1,648 @@
+"""Payment initiation without the bank process: drafts, the one submission, what each kind of bank failure
+leaves behind, reconciliation (replay of the same request), the start of authorisation, the SCA callback of a
+payment, and who may open the initiation pages. The bank is a stand-in client with the real error classes."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from accounts.models import BankConnection, ConnectionAccess, ScaPurpose, ScaState
+from accounts.services import CallbackParams, IdentityMismatch, ScaStateRejected, session_key_hash
+from payments import services
+from payments.forms import DomesticPaymentForm, PaymentSubmitForm
+from payments.models import Payment, PaymentAuthorisation, PaymentEvent, PaymentEventKind, PaymentState
+from tests.accounts.bank_factories import BankAccountFactory, BankConnectionFactory
+from xs2a import models as bank_models
+from xs2a.errors import FormatError, OutcomeUnknownError, ServerError, TppMessage, TransportError
+from xs2a.psu import PsuContext
+
+PRESENCE = PsuContext(ip_address="192.0.2.10", user_agent="pytest", http_method="POST")
+SESSION = "a" * 32
+
+
+class StubBank:
+    """Answers initiation and startAuthorisation like the bank, or raises what it is told to; records calls."""
+
+    def __init__(self) -> None:
+        self.initiations: list[dict] = []
+        self.authorisations: list[dict] = []
+        self.raise_on_initiate: list[Exception] = []
+        self.made = 0
+
+    def payment_initiate(self, body, **kwargs):
+        self.initiations.append({"body": body, **kwargs})
+        if self.raise_on_initiate:
+            raise self.raise_on_initiate.pop(0)
+        self.made += 1
+        return bank_models.PaymentInitiationResponse.from_json(
+            {
+                "paymentId": f"enc!!pay-{self.made}=",
+                "transactionStatus": "RCVD",
+                "transactionFees": {"amount": "50.00", "currency": "NOK"},
+                "transactionFeeIndicator": True,
+                "_links": {
+                    "status": {"href": "/v1/payments/p/x/status"},
+                    "startAuthorisation": {"href": "/v1/payments/p/x/authorisations", "verbs": ["POST"]},
+                },
+            }
+        )
+
+    def authorisation_start(self, **kwargs):
+        self.authorisations.append(kwargs)
+        return bank_models.AuthorisationResponse.from_json(
+            {"scaStatus": "started", "_links": {"scaRedirect": {"href": "http://bank.test/sca/1"}}}
+        )
+
+
+@pytest.fixture
+def bank(monkeypatch) -> StubBank:
+    stub = StubBank()
+    monkeypatch.setattr(services, "bank_client", lambda: stub)
+    return stub
+
+
+@pytest.fixture
+def connection(alice):
+    return BankConnectionFactory(user=alice)
+
+
+@pytest.fixture
+def draft(alice, connection) -> Payment:
+    return _draft(alice, connection)
+
+
+def _draft(user, connection, **changes) -> Payment:
+    body = {
+        "instructedAmount": {"amount": "150000.00", "currency": "NOK"},
+        "creditorName": "Müller Maschinenbau GmbH",
+        "creditorAccount": {"iban": "DE89370400440532013000", "currency": "NOK"},
+        "debtorAccount": {"iban": "NO9386011117947", "currency": "NOK"},
+        "regulatoryReportingCode": "29",
+        "regulatoryReportingInformation": "Engineering services",
+    }
+    fields = {
+        "user": user,
+        "connection": connection,
+        "product": "norwegian-cross-border-credit-transfers",
+        "context": "PRIVATE",
+        "state": PaymentState.DRAFT,
+        "idempotency_key": uuid.uuid4(),
+        "request_id": uuid.uuid4(),
+        "body_json": json.dumps(body, separators=(",", ":"), ensure_ascii=False),
+        "amount": Decimal("150000.00"),
+        "currency": "NOK",
+        "debtor_account": "NO9386011117947",
+        "creditor_name": "Müller Maschinenbau GmbH",
+        "creditor_account": "DE89370400440532013000",
+    }
+    fields.update(changes)
+    return Payment.objects.create(**fields)
+
+
+def _submit(payment, user, **kwargs):
+    return services.payment_submit(
+        payment=payment, user=user, idempotency_key=str(payment.idempotency_key), presence=PRESENCE, **kwargs
+    )
+
+
+# --- submission ----------------------------------------------------------------------------------------------
+
+
+def test_the_stored_bytes_are_what_is_sent(bank, draft, alice):
+    outcome = _submit(draft, alice)
+
+    (call,) = bank.initiations
+    from xs2a.client import _encode_json
+
+    assert _encode_json(call["body"]) == draft.body_json.encode("utf-8")
+    assert call["request_id"] == str(draft.request_id) and call["psu"].psu_id == draft.connection.psu_id
+    assert call["allow_logical_duplicate"] is False and call["psu"].identity is None
+    assert outcome.payment.state == PaymentState.INITIATED and outcome.payment.payment_id == "enc!!pay-1="
+    assert outcome.payment.fee_amount == Decimal("50.00") and outcome.payment.links["status"]
+
+
+def test_a_second_submit_calls_nothing(bank, draft, alice):
+    _submit(draft, alice)
+    again = _submit(Payment.objects.get(pk=draft.pk), alice)
+
+    assert again.duplicate_submit and len(bank.initiations) == 1
+    assert PaymentEvent.objects.filter(payment=draft, kind=PaymentEventKind.SUBMITTED).count() == 1
+
+
+def test_a_stale_key_or_another_users_payment_is_not_submitted(bank, draft, alice, bob):
+    with pytest.raises(services.PaymentNotSubmittable):
+        services.payment_submit(payment=draft, user=alice, idempotency_key=str(uuid.uuid4()), presence=PRESENCE)
+    with pytest.raises(services.PaymentNotSubmittable):
+        _submit(draft, bob)
+    assert not bank.initiations and Payment.objects.get(pk=draft.pk).state == PaymentState.DRAFT
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        OutcomeUnknownError("timed out after it was sent", request_id="r"),
+        ServerError("bank failed", status=500, request_id="r"),
+    ],
+)
+def test_a_lost_answer_is_outcome_unknown_with_the_replay_kept_encrypted(bank, draft, alice, error):
+    bank.raise_on_initiate.append(error)
+
+    outcome = _submit(draft, alice)
+
+    payment = outcome.payment
+    assert payment.state == PaymentState.OUTCOME_UNKNOWN and payment.payment_id == ""
+    assert payment.reconcile_at is not None and outcome.message
+    stored = json.loads(payment.initiation_psu)
+    assert stored["ip_address"] == "192.0.2.10" and stored["psu_id"] == draft.connection.psu_id
+    raw = Payment.objects.filter(pk=payment.pk).values_list("initiation_psu", flat=True)
+    from django.db import connection as db
+
+    with db.cursor() as cursor:
+        cursor.execute("SELECT initiation_psu FROM payments_payment WHERE id = %s", [payment.pk])
+        (column,) = cursor.fetchone()
+    assert "192.0.2.10" not in column and list(raw)  # encrypted at rest
+
+
+def test_not_delivered_leaves_a_draft_that_may_be_sent_again(bank, draft, alice):
+    bank.raise_on_initiate.append(TransportError("connection refused; the request was not sent"))
+
+    outcome = _submit(draft, alice)
+
+    assert outcome.payment.state == PaymentState.DRAFT and outcome.message
+    assert outcome.payment.initiation_psu == ""
+    again = _submit(outcome.payment, alice)
+    assert again.payment.state == PaymentState.INITIATED and len(bank.initiations) == 2
+    assert {c["request_id"] for c in bank.initiations} == {str(draft.request_id)}
+
+
+def test_a_refusal_maps_the_banks_paths_to_fields(bank, draft, alice):
+    bank.raise_on_initiate.append(
+        FormatError(
+            "refused",
+            status=400,
+            tpp_messages=[
+                TppMessage("ERROR", "FORMAT_ERROR", "creditorAccount.iban", "creditorAccount.iban is not valid."),
+                TppMessage("ERROR", "FORMAT_ERROR", "somethingElse", "Another problem."),
+            ],
+        )
+    )
+
+    outcome = _submit(draft, alice)
+
+    assert outcome.payment.state == PaymentState.REFUSED
+    assert outcome.field_errors == {"creditor_account": ["creditorAccount.iban is not valid."]}
+    assert outcome.errors == ["Another problem."]
+    assert outcome.payment.payment_id == "" and outcome.payment.initiation_psu == ""
+
+
+def test_single_sca_needs_the_identity_number_and_sends_it_as_x_psu_identity(bank, alice):
+    payment = _draft(alice, None)
+    with pytest.raises(services.PaymentNotSubmittable) as missing:
+        _submit(payment, alice)
+    assert missing.value.field == "national_identity_number" and not bank.initiations
+
+    outcome = _submit(payment, alice, national_identity_number="13039319955")
+
+    (call,) = bank.initiations
+    assert call["psu"].identity == "13039319955" and call["psu"].psu_id is None
+    assert call["psu"].context == "PRIVATE"
+    assert outcome.payment.psu_identity == ""
+
+
+# --- reconciliation ------------------------------------------------------------------------------------------
+
+
+def _unknown(bank, draft, alice) -> Payment:
+    bank.raise_on_initiate.append(OutcomeUnknownError("timed out", request_id=str(draft.request_id)))
+    payment = _submit(draft, alice).payment
+    Payment.objects.filter(pk=payment.pk).update(reconcile_at=timezone.now() - timedelta(seconds=1))
+    return payment
+
+
+def test_reconciliation_replays_the_same_request(bank, draft, alice):
+    payment = _unknown(bank, draft, alice)
+
+    outcome = services.payment_reconcile(payment_id=payment.pk)
+
+    first, replay = bank.initiations
+    assert replay["request_id"] == first["request_id"] and replay["body"] == first["body"]
+    assert replay["tpp_session_id"] == first["tpp_session_id"] and replay["psu"] == first["psu"]
+    assert outcome.state == PaymentState.INITIATED
+    payment.refresh_from_db()
+    assert payment.payment_id == "enc!!pay-1=" and payment.reconcile_at is None and payment.initiation_psu == ""
+    assert payment.events.filter(kind=PaymentEventKind.RECONCILED).count() == 1
+
+
+def test_reconciliation_waits_for_its_time_and_one_reconciler(bank, draft, alice):
+    payment = _unknown(bank, draft, alice)
+    Payment.objects.filter(pk=payment.pk).update(reconcile_at=timezone.now() + timedelta(minutes=1))
+
+    assert not services.payment_reconcile(payment_id=payment.pk).attempted
+    assert len(bank.initiations) == 1
+    assert services.reconciliations_due() == []
+
+
+def test_reconciliation_backs_off_then_stops_without_ever_sending_anew(bank, draft, alice):
+    payment = _unknown(bank, draft, alice)
+    delays = []
+    for _ in services.RECONCILE_DELAYS:
+        bank.raise_on_initiate.append(ServerError("still failing", status=503))
+        before = timezone.now()
+        outcome = services.payment_reconcile(payment_id=payment.pk)
+        payment.refresh_from_db()
+        assert outcome.state == PaymentState.OUTCOME_UNKNOWN
+        if payment.reconcile_at is not None:
+            delays.append(payment.reconcile_at - before)
+            Payment.objects.filter(pk=payment.pk).update(reconcile_at=timezone.now())
+    assert delays == sorted(delays) and len(delays) == len(services.RECONCILE_DELAYS) - 1
+    assert payment.reconcile_at is None and "contact the bank" in outcome.message
+    assert {c["request_id"] for c in bank.initiations} == {str(draft.request_id)}
+
+
+def test_a_refusal_on_reconciliation_means_nothing_exists_at_the_bank(bank, draft, alice):
+    payment = _unknown(bank, draft, alice)
+    bank.raise_on_initiate.append(
+        FormatError("refused", status=400, tpp_messages=[TppMessage("ERROR", "FORMAT_ERROR", "creditorName", "x")])
+    )
+
+    assert services.payment_reconcile(payment_id=payment.pk).state == PaymentState.REFUSED
+
+
+def test_due_reconciliations_are_dispatched(bank, draft, alice, monkeypatch):
+    payment = _unknown(bank, draft, alice)
+    sent = []
+    monkeypatch.setattr("payments.tasks.reconcile_payment.delay", sent.append)
+    from payments.tasks import dispatch_due_reconciliations
+
+    assert dispatch_due_reconciliations() == 1 and sent == [payment.pk]
+
+
+# --- authorisation and callback ------------------------------------------------------------------------------
+
+
+def test_authorisation_start_stores_the_state_before_the_bank_is_called(bank, draft, alice):
+    payment = _submit(draft, alice).payment
+
+    href = services.authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+
+    assert href == "http://bank.test/sca/1"
+    (call,) = bank.authorisations
+    state = ScaState.objects.get(token=call["tpp_session_id"])
+    assert state.purpose == ScaPurpose.PAYMENT and state.user == alice
+    assert state.session_key_hash == session_key_hash(SESSION) and state.used_at is None
+    assert call["psu"].psu_id == draft.connection.psu_id and call["href"] == "/v1/payments/p/x/authorisations"
+    authorisation = PaymentAuthorisation.objects.get(payment=payment)
+    assert authorisation.sca_state == state and authorisation.signer == alice
+    payment.refresh_from_db()
+    assert payment.state == PaymentState.AUTHORISING
+
+
+def test_a_second_start_reuses_the_unfinished_authorisation(bank, draft, alice):
+    payment = _submit(draft, alice).payment
+    services.authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+    services.authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+
+    assert PaymentAuthorisation.objects.filter(payment=payment).count() == 1
+    assert ScaState.objects.filter(purpose=ScaPurpose.PAYMENT).count() == 2
+
+
+def test_a_draft_cannot_be_authorised(bank, draft, alice):
+    with pytest.raises(services.AuthorisationNotStarted):
+        services.authorisation_start(payment=draft, signer=alice, session_key=SESSION, presence=PRESENCE)
+    assert not bank.authorisations
+
+
+def _started(bank, alice, connection) -> tuple[Payment, ScaState]:
+    payment = _submit(_draft(alice, connection), alice).payment
+    services.authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+    return payment, ScaState.objects.get(token=bank.authorisations[-1]["tpp_session_id"])
+
+
+def _params(state, psu_id, context="PRIVATE", corporate=None) -> CallbackParams:
+    return CallbackParams(tpp_session_id=state.token, psu_id=psu_id, context=context, psu_corporate_id=corporate)
+
+
+def test_the_callback_records_the_approval_and_polls_soon(bank, alice, connection, monkeypatch):
+    polled = []
+    monkeypatch.setattr("payments.polling.poll_soon", polled.append)
+    payment, state = _started(bank, alice, connection)
+
+    done = services.payment_sca_callback_accept(
+        user=alice, session_key=SESSION, params=_params(state, connection.psu_id)
+    )
+
+    assert done.pk == payment.pk and [p.pk for p in polled] == [payment.pk]
+    assert PaymentAuthorisation.objects.get(payment=payment).completed_at is not None
+    assert payment.events.filter(kind=PaymentEventKind.SCA_DONE, actor=alice).count() == 1
+    with pytest.raises(ScaStateRejected) as replay:
+        services.payment_sca_callback_accept(
+            user=alice, session_key=SESSION, params=_params(state, connection.psu_id)
+        )
+    assert replay.value.reason == "used"
+
+
+def test_the_callback_is_refused_for_another_user_session_or_identity(bank, alice, bob, connection, monkeypatch):
+    monkeypatch.setattr("payments.polling.poll_soon", lambda payment: None)
+    _payment, state = _started(bank, alice, connection)
+
+    with pytest.raises(ScaStateRejected):
+        services.payment_sca_callback_accept(
+            user=bob, session_key=SESSION, params=_params(state, connection.psu_id)
+        )
+    with pytest.raises(ScaStateRejected):
+        services.payment_sca_callback_accept(
+            user=alice, session_key="b" * 32, params=_params(state, connection.psu_id)
+        )
+    _payment2, state2 = _started(bank, alice, connection)
+    with pytest.raises(IdentityMismatch):
+        services.payment_sca_callback_accept(
+            user=alice, session_key=SESSION, params=_params(state2, str(uuid.uuid4()))
+        )
+    assert not PaymentAuthorisation.objects.filter(completed_at__isnull=False).exists()
+
+
+def test_an_expired_state_is_refused(bank, alice, connection, monkeypatch):
+    monkeypatch.setattr("payments.polling.poll_soon", lambda payment: None)
+    _payment, state = _started(bank, alice, connection)
+    ScaState.objects.filter(pk=state.pk).update(created_at=timezone.now() - timedelta(minutes=11))
+
+    with pytest.raises(ScaStateRejected) as expired:
+        services.payment_sca_callback_accept(
+            user=alice, session_key=SESSION, params=_params(state, connection.psu_id)
+        )
+    assert expired.value.reason == "expired"
+
+
+def test_single_sca_keeps_the_psu_id_for_next_time(bank, alice, monkeypatch):
+    monkeypatch.setattr("payments.polling.poll_soon", lambda payment: None)
+    payment = _submit(_draft(alice, None), alice, national_identity_number="13039319955").payment
+    services.authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+    state = ScaState.objects.get(token=bank.authorisations[-1]["tpp_session_id"])
+    psu_id = str(uuid.uuid4())
+
+    services.payment_sca_callback_accept(user=alice, session_key=SESSION, params=_params(state, psu_id))
+
+    kept = BankConnection.objects.get(user=alice)
+    assert kept.psu_id == psu_id and kept.access == ConnectionAccess.PAYMENTS and kept.state == "active"
+    assert Payment.objects.get(pk=payment.pk).connection == kept
+
+
+# --- forms ---------------------------------------------------------------------------------------------------
+
+
+def test_the_identity_number_is_checked_as_a_fodselsnummer():
+    key = str(uuid.uuid4())
+    good = PaymentSubmitForm(
+        {"idempotency_key": key, "national_identity_number": "130393 19955"}, needs_identity=True
+    )
+    assert good.is_valid() and good.cleaned_data["national_identity_number"] == "13039319955"
+    bad = PaymentSubmitForm(
+        {"idempotency_key": key, "national_identity_number": "13039319956"}, needs_identity=True
+    )
+    assert not bad.is_valid() and "national_identity_number" in bad.errors
+    assert "national_identity_number" not in PaymentSubmitForm(needs_identity=False).fields
+
+
+@pytest.mark.parametrize(
+    ("account", "valid"),
+    [
+        ("1506.12.34508", True),
+        ("NO9386011117947", True),
+        ("DE89370400440532013000", False),
+        ("15061234509", False),
+    ],
+)
+def test_the_domestic_form_pays_norwegian_accounts_only(account, valid):
+    form = DomesticPaymentForm(
+        {
+            "debtor_account": "NO9386011117947",
+            "amount": "1250.50",
+            "creditor_name": "Bergen Utleie AS",
+            "creditor_account": account,
+        }
+    )
+    assert form.is_valid() is valid, form.errors
+    if valid:
+        body = form.bank_body()
+        assert body["instructedAmount"] == {"amount": "1250.50", "currency": "NOK"}
+        assert "regulatoryReportingCode" not in body and "creditorAgent" not in body
+    else:
+        assert "creditor_account" in form.errors
+
+
+# --- pages ---------------------------------------------------------------------------------------------------
+
+
+def test_an_invalid_form_stores_nothing_and_shows_errors_beside_fields(alice_client, alice):
+    BankAccountFactory(connection=BankConnectionFactory(user=alice))
+    response = alice_client.post("/payments/new/", {"amount": "10.555", "currency": "NOK"})
+
+    assert response.status_code == 200 and not Payment.objects.exists()
+    errors = response.context["form"].errors
+    assert {"amount", "creditor_name", "creditor_account", "debtor_account"} <= set(errors)
+    assert 'class="field-error"' in response.content.decode()
+
+
+def test_a_valid_form_makes_a_draft_and_edit_replaces_it(alice_client, alice):
+    account = BankAccountFactory(connection=BankConnectionFactory(user=alice))
+    data = {
+        "debtor_account": str(account.pk),
+        "amount": "500",
+        "currency": "NOK",
+        "creditor_name": "Müller",
+        "creditor_account": "DE89370400440532013000",
+    }
+    first = alice_client.post("/payments/new/", data)
+    draft = Payment.objects.get()
+    assert first["Location"] == f"/payments/{draft.pk}/review/" and draft.connection == account.connection
+    edit = alice_client.get(f"/payments/{draft.pk}/edit/")
+    assert edit.status_code == 200 and edit.context["form"]["creditor_name"].value() == "Müller"
+
+    second = alice_client.post(f"/payments/{draft.pk}/edit/", {**data, "amount": "600"})
+
+    new = Payment.objects.get()
+    assert new.pk != draft.pk and new.amount == Decimal("600") and new.request_id != draft.request_id
+    assert second["Location"] == f"/payments/{new.pk}/review/"
+
+
+def test_a_submitted_payment_is_never_changed_by_edit(bank, alice_client, alice, connection):
+    submitted = _submit(_draft(alice, connection), alice).payment
+    account = BankAccountFactory(connection=connection)
+    data = {
+        "debtor_account": str(account.pk),
+        "amount": "700",
+        "currency": "NOK",
+        "creditor_name": "Other",
+        "creditor_account": "DE89370400440532013000",
+    }
+    alice_client.post(f"/payments/{submitted.pk}/edit/", data)
+
+    assert Payment.objects.get(pk=submitted.pk).amount == Decimal("150000.00")
+    assert Payment.objects.count() == 2
+
+
+def test_review_asks_for_the_password_when_it_is_old(alice_client, alice, draft, settings):
+    from accounts.security import REAUTHENTICATED_KEY
+
+    session = alice_client.session
+    session[REAUTHENTICATED_KEY] = (timezone.now() - timedelta(seconds=settings.REAUTH_MAX_AGE + 5)).isoformat()
+    session.save()
+
+    response = alice_client.post(f"/payments/{draft.pk}/review/", {"idempotency_key": str(draft.idempotency_key)})
+
+    assert response.status_code == 302 and response["Location"].startswith("/auth/confirm-password/")
+    assert Payment.objects.get(pk=draft.pk).state == PaymentState.DRAFT
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix"),
+    [("get", "review/"), ("get", "edit/"), ("get", "reconcile/"), ("post", "approve/"), ("post", "review/")],
+)
+def test_the_initiation_pages_are_404_for_another_user_and_sign_in_for_anonymous(
+    client, alice, bob, draft, method, suffix
+):
+    url = f"/payments/{draft.pk}/{suffix}"
+    client.force_login(bob)
+    assert getattr(client, method)(url).status_code == 404
+    client.logout()
+    anonymous = getattr(client, method)(url)
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith("/auth/sign-in/")
+    client.force_login(alice)
+    assert getattr(client, method)(url).status_code in (200, 302, 400)
+    assert Payment.objects.get(pk=draft.pk).state == PaymentState.DRAFT
+
+
+def test_check_now_replays_with_the_users_live_request_and_goes_on_to_approval(bank, alice_client, alice, draft):
+    payment = _unknown(bank, draft, alice)
+    page = alice_client.get(f"/payments/{payment.pk}/reconcile/")
+    assert page.status_code == 200 and "Check now" in page.content.decode()
+
+    checked = alice_client.post(f"/payments/{payment.pk}/reconcile/")
+
+    assert checked.status_code == 302 and checked["Location"] == "http://bank.test/sca/1"
+    replay = bank.initiations[-1]
+    assert replay["request_id"] == str(draft.request_id) and replay["psu"].psu_id == draft.connection.psu_id
+    assert replay["psu"].ip_address == "127.0.0.1"  # the user's request now (the test client's address)
+    payment.refresh_from_db()
+    assert payment.state == PaymentState.AUTHORISING
+    assert alice_client.get(f"/payments/{payment.pk}/reconcile/")["Location"] == f"/payments/{payment.pk}/"
+
+
+# --- a caller that dies during the call, an unexpected failure, the audit row ---------------------------------
+
+
+def test_a_submission_whose_caller_died_is_taken_over_by_reconciliation_after_its_lease(bank, draft, alice):
+    """The process was killed while waiting for the bank: the row stays SUBMITTING with a lease; once the lease
+    has run out, the reconciliation replays the very same request and stores the bank's one payment."""
+    real = bank.payment_initiate
+
+    def killed(body, **kwargs):
+        real(body, **kwargs)  # the bank made the payment
+        raise KeyboardInterrupt  # stands for the worker being killed before the answer is stored
+
+    bank.payment_initiate = killed
+    with pytest.raises(KeyboardInterrupt):
+        _submit(draft, alice)
+    draft.refresh_from_db()
+    # Marked unknown on the way out; a hard kill (no way out) leaves SUBMITTING with its lease instead:
+    assert draft.state == PaymentState.OUTCOME_UNKNOWN
+    Payment.objects.filter(pk=draft.pk).update(state=PaymentState.SUBMITTING, reconcile_at=timezone.now())
+    bank.payment_initiate = real
+    Payment.objects.filter(pk=draft.pk).update(reconcile_at=timezone.now() + timedelta(minutes=1))
+    assert services.reconciliations_due() == []  # the caller may still be waiting: its lease holds
+    assert not services.payment_reconcile(payment_id=draft.pk).attempted
+
+    Payment.objects.filter(pk=draft.pk).update(reconcile_at=timezone.now() - timedelta(seconds=1))
+    assert services.reconciliations_due() == [draft.pk]
+    outcome = services.payment_reconcile(payment_id=draft.pk)
+
+    assert outcome.state == PaymentState.INITIATED
+    assert {c["request_id"] for c in bank.initiations} == {str(draft.request_id)} and bank.made == 2
+    draft.refresh_from_db()
+    assert draft.payment_id == "enc!!pay-2=" and draft.reconcile_at is None and draft.initiation_psu == ""
+
+
+def test_a_live_submission_is_not_taken_over_by_check_now(bank, draft, alice):
+    now = timezone.now()
+    Payment.objects.filter(pk=draft.pk).update(
+        state=PaymentState.SUBMITTING, submitted_at=now, reconcile_at=services._call_lease(now)
+    )
+
+    outcome = services.payment_reconcile(payment_id=draft.pk, actor=alice, presence=PRESENCE)
+
+    assert not outcome.attempted and outcome.state == PaymentState.SUBMITTING and not bank.initiations
+
+
+def test_the_submitted_event_and_the_audit_row_are_stored_with_the_answer(bank, draft, alice, monkeypatch):
+    from tpp_portal.bank import record_bank_call
+    from tpp_portal.models import BankCall
+    from xs2a.audit import AuditRecord
+
+    real = bank.payment_initiate
+
+    def audited(body, **kwargs):
+        record_bank_call(
+            AuditRecord(
+                started_at=timezone.now(),
+                method="POST",
+                path_template="/v1/payments/{product}",
+                request_id=kwargs["request_id"],
+                attempt=1,
+                status=201,
+                duration_ms=3.0,
+                psu_present=True,
+                bytes_sent=10,
+                bytes_received=20,
+            )
+        )
+        assert not BankCall.objects.exists()  # kept back: committed with the answer
+        return real(body, **kwargs)
+
+    bank.payment_initiate = audited
+
+    payment = _submit(draft, alice).payment
+
+    (call,) = BankCall.objects.all()
+    assert call.request_id == str(draft.request_id) and call.user == alice and call.object_id == str(draft.pk)
+    kinds = list(payment.events.order_by("at", "id").values_list("kind", flat=True))
+    assert kinds == ["submitted", "status"]
+    assert payment.events.get(kind="submitted").at == Payment.objects.get(pk=draft.pk).submitted_at
+
+
+def test_the_audit_row_of_a_failed_call_is_written_too(bank, draft, alice):
+    from tpp_portal.bank import record_bank_call
+    from tpp_portal.models import BankCall
+    from xs2a.audit import AuditRecord
+
+    def lost(body, **kwargs):
+        record_bank_call(
+            AuditRecord(
+                started_at=timezone.now(),
+                method="POST",
+                path_template="/v1/payments/{product}",
+                request_id=kwargs["request_id"],
+                attempt=1,
+                status=None,
+                duration_ms=20000.0,
+                psu_present=True,
+                bytes_sent=10,
+                bytes_received=0,
+                error="OutcomeUnknownError",
+            )
+        )
+        raise OutcomeUnknownError("timed out", request_id=kwargs["request_id"])
+
+    bank.payment_initiate = lost
+
+    payment = _submit(draft, alice).payment
+
+    assert payment.state == PaymentState.OUTCOME_UNKNOWN
+    assert list(BankCall.objects.values_list("error", flat=True)) == ["OutcomeUnknownError"]
+    kinds = list(payment.events.order_by("at", "id").values_list("kind", flat=True))
+    assert kinds == ["submitted", "unknown"]

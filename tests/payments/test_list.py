@@ -1,0 +1,151 @@
+"""The payments list: only the user's payments (and their company's awaiting their signature), filters,
+pagination, and the CSV export with the same filters (plain decimals, UTC, no spreadsheet formulas)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from django.urls import reverse
+
+from payments.models import PaymentState
+from payments.views_status import CSV_HEADER, PAGE_SIZE
+from tests.payments.payment_factories import PaymentFactory
+
+
+def _csv(response) -> list[dict]:
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    assert response["Content-Disposition"].startswith('attachment; filename="payments-')
+    raw = b"".join(response.streaming_content)
+    assert raw.startswith("\ufeff".encode())  # spreadsheet programs read it as UTF-8
+    text = raw.decode("utf-8-sig")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_the_list_shows_only_my_payments_newest_first(alice_client, alice, bob):
+    old = PaymentFactory(user=alice, creditor_name="Old GmbH", created_at=datetime(2026, 1, 5, 9, tzinfo=UTC))
+    new = PaymentFactory(user=alice, creditor_name="New AB", created_at=datetime(2026, 2, 5, 9, tzinfo=UTC))
+    PaymentFactory(user=bob, creditor_name="Bobs Creditor")
+    PaymentFactory(user=alice, creditor_name="Never Sent", state=PaymentState.DRAFT, payment_id="")
+
+    page = alice_client.get(reverse("payment-list")).content.decode()
+
+    assert "Bobs Creditor" not in page and "Never Sent" not in page
+    assert page.index("New AB") < page.index("Old GmbH")
+    assert f'href="/payments/{new.pk}/"' in page and f'href="/payments/{old.pk}/"' in page
+
+
+def test_anonymous_is_sent_to_sign_in(client):
+    for name in ("payment-list", "payment-export"):
+        response = client.get(reverse(name))
+        assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+def test_filters_by_status_group_recipient_currency_and_dates(alice_client, alice):
+    done = PaymentFactory(
+        user=alice, creditor_name="Done GmbH", transaction_status="ACSC", state=PaymentState.FINAL
+    )
+    waiting = PaymentFactory(
+        user=alice, creditor_name="Waiting AS", transaction_status="PDNG", state=PaymentState.AWAITING_STATUS
+    )
+    cancelled = PaymentFactory(
+        user=alice, creditor_name="Cancelled Ltd", transaction_status="CANC", state=PaymentState.FINAL
+    )
+    euro = PaymentFactory(
+        user=alice,
+        creditor_name="Euro SA",
+        currency="EUR",
+        transaction_status="ACSC",
+        state=PaymentState.FINAL,
+        created_at=datetime(2026, 1, 10, 12, tzinfo=UTC),
+    )
+
+    def names(**query) -> set[str]:
+        page = alice_client.get(reverse("payment-list"), query).content.decode()
+        return {p.creditor_name for p in (done, waiting, cancelled, euro) if p.creditor_name in page}
+
+    assert names(group="completed") == {"Done GmbH", "Euro SA"}
+    assert names(group="in_progress") == {"Waiting AS"}
+    assert names(group="failed") == {"Cancelled Ltd"}
+    assert names(q="waiting") == {"Waiting AS"}
+    assert names(q=done.creditor_account[:8]) == {p.creditor_name for p in (done, waiting, cancelled, euro)}
+    assert names(currency="eur") == {"Euro SA"}
+    assert names(date_from="2026-01-10", date_to="2026-01-10") == {"Euro SA"}
+
+
+def test_a_bad_filter_is_shown_next_to_its_field(alice_client, alice):
+    PaymentFactory(user=alice, creditor_name="Still Listed")
+
+    page = alice_client.get(reverse("payment-list"), {"date_from": "2026-02-02", "date_to": "2026-02-01"})
+    bad_currency = alice_client.get(reverse("payment-list"), {"currency": "XX"})
+
+    assert "The end date is before the start date." in page.content.decode()
+    assert 'class="field field-invalid"' in bad_currency.content.decode()
+    assert "Still Listed" in page.content.decode()  # an invalid filter filters nothing
+    assert alice_client.get(reverse("payment-export"), {"currency": "XX"}).status_code == 400
+
+
+def test_pagination(alice_client, alice):
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    for n in range(PAGE_SIZE + 3):
+        PaymentFactory(user=alice, creditor_name=f"Creditor {n:03d}", created_at=base + timedelta(minutes=n))
+
+    first = alice_client.get(reverse("payment-list")).content.decode()
+    second = alice_client.get(reverse("payment-list"), {"page": 2}).content.decode()
+
+    assert f"Creditor {PAGE_SIZE + 2:03d}" in first and "Creditor 000" not in first
+    assert "Creditor 000" in second and f"Creditor {PAGE_SIZE + 2:03d}" not in second
+
+
+def test_csv_export_has_the_filtered_rows_with_plain_decimals_and_utc(alice_client, alice, bob):
+    PaymentFactory(
+        user=alice,
+        creditor_name="Müller GmbH",
+        amount=Decimal("150000.00"),
+        currency="NOK",
+        transaction_status="ACSC",
+        state=PaymentState.FINAL,
+        fee_amount=Decimal("50.00"),
+        nok_equivalent=Decimal("150000.00"),
+        created_at=datetime(2026, 3, 2, 9, 30, tzinfo=UTC),
+        final_at=datetime(2026, 3, 2, 15, 2, tzinfo=UTC),
+    )
+    PaymentFactory(user=alice, creditor_name="Pending One", transaction_status="PDNG")
+    PaymentFactory(user=bob, creditor_name="Not Mine", transaction_status="ACSC", state=PaymentState.FINAL)
+
+    rows = _csv(alice_client.get(reverse("payment-export"), {"group": "completed"}))
+
+    assert list(rows[0]) == CSV_HEADER
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["creditor_name"] == "Müller GmbH"
+    assert (row["amount"], row["currency"], row["fee"], row["nok_equivalent"]) == (
+        "150000.00",
+        "NOK",
+        "50.00",
+        "150000.00",
+    )
+    assert row["bank_status"] == "ACSC" and row["status"] == "Completed"
+    assert row["created_at_utc"] == "2026-03-02T09:30:00+00:00"
+    assert row["final_at_utc"] == "2026-03-02T15:02:00+00:00"
+
+
+def test_csv_export_keeps_odd_digits_and_defuses_formulas(alice_client, alice):
+    PaymentFactory(user=alice, creditor_name="=HYPERLINK(1)", amount=Decimal("10.125"), currency="EUR")
+    PaymentFactory(user=alice, creditor_name="Yen KK", amount=Decimal("5000"), currency="JPY")
+
+    rows = {r["currency"]: r for r in _csv(alice_client.get(reverse("payment-export")))}
+
+    assert rows["EUR"]["creditor_name"] == "'=HYPERLINK(1)" and rows["EUR"]["amount"] == "10.125"
+    assert rows["JPY"]["amount"] == "5000"
+
+
+def test_csv_export_defuses_every_formula_start(alice_client, alice):
+    for name in ("-1+2", "@SUM(A1)", "+47", "\uff1dcmd"):
+        PaymentFactory(user=alice, creditor_name=name, amount=Decimal("1.00"), currency="NOK")
+
+    names = sorted(r["creditor_name"] for r in _csv(alice_client.get(reverse("payment-export"))))
+
+    assert names == sorted(["'-1+2", "'@SUM(A1)", "'+47", "'\uff1dcmd"])

@@ -1,0 +1,192 @@
+"""Multi-signature (PATC): who may see and sign the company's payment, the signature link for the next signer,
+their own PSU-ID sent to the bank, and the signatures on the page. The full journey against the sandbox bank is
+in test_multisign_live.py and the browser journey."""
+
+from __future__ import annotations
+
+import uuid
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from accounts.crypto import lookup_hash
+from accounts.models import ConnectionState, ScaPurpose, ScaState
+from accounts.security import REAUTHENTICATED_KEY
+from payments.models import PaymentAuthorisation, PaymentEvent, PaymentEventKind
+from tests.accounts.bank_factories import BankConnectionFactory
+from tests.factories import UserFactory
+from tests.payments.payment_factories import PaymentFactory
+from xs2a.models import AuthorisationResponse, Link
+
+COMPANY = "6c3f0a8e-1d2b-4f5a-9e7c-0b1a2c3d4e5f"
+
+
+def corporate_connection(user, *, company: str = COMPANY, **fields):
+    return BankConnectionFactory(
+        user=user,
+        context="CORPORATE",
+        psu_corporate_id=company,
+        psu_corporate_id_hash=lookup_hash(company),
+        **fields,
+    )
+
+
+def corporate_pair(initiator, cosigner, **payment_fields):
+    """A corporate payment of ``initiator``'s company; ``cosigner`` has their own connection to it."""
+    connection = corporate_connection(initiator)
+    corporate_connection(cosigner)
+    payment = PaymentFactory(user=initiator, context="CORPORATE", connection=connection, **payment_fields)
+    PaymentAuthorisation.objects.create(payment=payment, signer=initiator, completed_at=timezone.now())
+    return payment
+
+
+class FakeBank:
+    def __init__(self) -> None:
+        self.starts: list[dict] = []
+
+    def authorisation_start(self, **kwargs):
+        self.starts.append(kwargs)
+        return AuthorisationResponse(
+            sca_status="started", links={"scaRedirect": Link(href="http://bank.test/sca/abc?x=1")}
+        )
+
+
+@pytest.fixture
+def bank(monkeypatch):
+    fake = FakeBank()
+    monkeypatch.setattr("payments.services.bank_client", lambda: fake)
+    return fake
+
+
+def _signed_in(user, *, recent: bool = True) -> Client:
+    """Signed in just now (so the password counts as typed recently), or with that moment forgotten."""
+    browser = Client()
+    browser.force_login(user)
+    if not recent:
+        session = browser.session
+        session.pop(REAUTHENTICATED_KEY)
+        session.save()
+    return browser
+
+
+def test_the_next_signer_sees_the_payment_and_signs_with_their_own_psu_id(alice, bob, bank):
+    payment = corporate_pair(alice, bob, transaction_status="PATC")
+    bob_connection = bob.bank_connections.get()
+    browser = _signed_in(bob)
+
+    page = browser.get(reverse("payment-detail", args=[payment.pk])).content.decode()
+    response = browser.post(reverse("payment-sign", args=[payment.pk]))
+
+    assert "Sign at the bank" in page and "alice@example.com" in page
+    assert response.status_code == 302 and response["Location"] == "http://bank.test/sca/abc?x=1"
+    (start,) = bank.starts
+    assert start["psu"].psu_id == bob_connection.psu_id
+    assert start["psu"].corporate_id == COMPANY
+    assert start["psu"].ip_address == "127.0.0.1"
+    state = ScaState.objects.get(user=bob)
+    assert state.purpose == ScaPurpose.PAYMENT and start["tpp_session_id"] == state.token
+    authorisation = PaymentAuthorisation.objects.get(payment=payment, signer=bob)
+    assert authorisation.sca_state == state and authorisation.completed_at is None
+
+
+def test_signing_needs_the_password_typed_recently(alice, bob, bank):
+    payment = corporate_pair(alice, bob, transaction_status="PATC")
+    browser = _signed_in(bob, recent=False)
+
+    response = browser.post(reverse("payment-sign", args=[payment.pk]))
+
+    assert response.status_code == 302 and response["Location"].startswith(reverse("reauthenticate"))
+    # back to the payment page (a GET), not to the POST-only signing address, which would answer 405
+    assert parse_qs(urlsplit(response["Location"]).query)["next"] == [reverse("payment-detail", args=[payment.pk])]
+    assert bank.starts == []
+
+
+def test_a_stranger_gets_404_before_any_password_prompt(alice, bob, bank):
+    payment = corporate_pair(alice, bob, transaction_status="PATC")
+    browser = _signed_in(UserFactory(), recent=False)
+
+    assert browser.post(reverse("payment-sign", args=[payment.pk])).status_code == 404
+    assert bank.starts == []
+
+
+def test_the_initiator_gets_the_link_to_pass_on_not_a_sign_button(alice, bob, bank):
+    payment = corporate_pair(alice, bob, transaction_status="PATC")
+    browser = _signed_in(alice)
+
+    page = browser.get(reverse("payment-detail", args=[payment.pk])).content.decode()
+    refused = browser.post(reverse("payment-sign", args=[payment.pk]), follow=True)
+
+    assert "Sign at the bank" not in page
+    assert f"http://testserver/payments/{payment.pk}/" in page
+    assert "needs no signature of yours" in refused.content.decode() and bank.starts == []
+
+
+def test_a_signer_who_signed_cannot_sign_again(alice, bob, bank):
+    payment = corporate_pair(alice, bob, transaction_status="PATC")
+    PaymentAuthorisation.objects.create(payment=payment, signer=bob, completed_at=timezone.now())
+    browser = _signed_in(bob)
+
+    page = browser.get(reverse("payment-detail", args=[payment.pk])).content.decode()
+    browser.post(reverse("payment-sign", args=[payment.pk]))
+
+    assert "Sign at the bank" not in page and bank.starts == []
+
+
+@pytest.mark.parametrize(
+    "setup",
+    ["other_company", "disconnected", "private_connection", "not_patc"],
+)
+def test_other_users_get_404(alice, bob, bank, setup):
+    connection = corporate_connection(alice)
+    status = "PDNG" if setup == "not_patc" else "PATC"
+    payment = PaymentFactory(user=alice, context="CORPORATE", connection=connection, transaction_status=status)
+    if setup == "other_company":
+        corporate_connection(bob, company=str(uuid.uuid4()))
+    elif setup == "disconnected":
+        corporate_connection(bob, state=ConnectionState.DISCONNECTED)
+    elif setup == "private_connection":
+        BankConnectionFactory(user=bob)
+    else:
+        corporate_connection(bob)
+    browser = _signed_in(bob)
+
+    assert browser.get(reverse("payment-detail", args=[payment.pk])).status_code == 404
+    assert browser.get(reverse("payment-status-json", args=[payment.pk])).status_code == 404
+    assert browser.post(reverse("payment-sign", args=[payment.pk])).status_code == 404
+    assert bank.starts == []
+
+
+def test_after_signing_the_cosigner_still_sees_the_payment(alice, bob, bank):
+    payment = corporate_pair(alice, bob, transaction_status="PDNG")
+    PaymentAuthorisation.objects.create(payment=payment, signer=bob, completed_at=timezone.now())
+    PaymentEvent.objects.create(payment=payment, kind=PaymentEventKind.SIGNATURE, actor=bob)
+    browser = _signed_in(bob)
+
+    page = browser.get(reverse("payment-detail", args=[payment.pk])).content.decode()
+
+    assert "bob@example.com" in page and "Signature added" in page
+    assert page.count("signed ") >= 2  # alice's and bob's signatures with their times
+
+
+def test_the_live_redraw_gets_each_signatures_line_as_the_page_shows_it(alice, bob, bank):
+    payment = corporate_pair(alice, bob, transaction_status="PATC")
+    PaymentAuthorisation.objects.create(payment=payment, signer=bob)  # bob is at the bank's SCA screen now
+
+    data = _signed_in(alice).get(reverse("payment-status-json", args=[payment.pk])).json()
+
+    alice_line, bob_line = (s["text"] for s in data["signatures"])
+    prefix = "alice@example.com: signed "
+    assert alice_line.startswith(prefix) and len(alice_line) > len(prefix)  # with the time of the signature
+    assert bob_line == "bob@example.com: signing at the bank"
+
+
+def test_the_list_shows_the_company_payment_awaiting_the_cosigners_signature(alice, bob, bank):
+    payment = corporate_pair(alice, bob, transaction_status="PATC")
+    browser = _signed_in(bob)
+
+    page = browser.get(reverse("payment-list")).content.decode()
+
+    assert f'href="/payments/{payment.pk}/"' in page and "awaits your signature" in page

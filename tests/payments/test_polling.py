@@ -1,0 +1,501 @@
+"""Status polling: what a poll stores, when the next one runs, stopping at final statuses, resuming from the
+database, the single-poller lease, and a poll that dies half-way."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.db import OperationalError, connection
+from django.utils import timezone
+
+from payments import polling
+from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentProduct, PaymentState
+from tests.payments.payment_factories import PaymentFactory, status_event
+from xs2a.errors import AccessExceededError, ResourceUnknownError, ServerError, TppMessage
+from xs2a.models import PaymentCancellationResponse, PaymentStatus
+
+
+class FakeBank:
+    """The part of the bank client polling uses: answers queued statuses (or raises queued errors)."""
+
+    def __init__(self, *answers) -> None:
+        self.answers = list(answers)
+        self.calls: list[dict] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.release.set()
+        self.inside = 0
+        self.most_inside = 0
+        self.lock = threading.Lock()
+        self.deletes: list[dict] = []
+        self.delete_answer: object = PaymentCancellationResponse()
+
+    def payment_delete(self, **kwargs):
+        self.deletes.append(kwargs)
+        if isinstance(self.delete_answer, BaseException):
+            raise self.delete_answer
+        return self.delete_answer
+
+    def payment_status(self, **kwargs):
+        with self.lock:
+            self.calls.append(kwargs)
+            self.inside += 1
+            self.most_inside = max(self.most_inside, self.inside)
+        self.entered.set()
+        try:
+            assert self.release.wait(10), "the test never released the bank call"
+            answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+            if isinstance(answer, BaseException):
+                raise answer
+            return answer
+        finally:
+            with self.lock:
+                self.inside -= 1
+
+
+@pytest.fixture
+def bank(monkeypatch):
+    fake = FakeBank(PaymentStatus(transaction_status="PDNG"))
+    monkeypatch.setattr(polling, "bank_client", lambda: fake)
+    return fake
+
+
+def status(value: str, funds: bool | None = None) -> PaymentStatus:
+    return PaymentStatus(transaction_status=value, funds_available=funds)
+
+
+NOW = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)  # a Monday; the bank's batches: 05, 08, 11, 13, 15 UTC
+
+
+def test_a_poll_stores_the_new_status_with_a_timeline_event_and_plans_the_next_after_the_batch(alice, bank):
+    payment = PaymentFactory(user=alice, next_poll_at=NOW)
+
+    outcome = polling.payment_poll(payment_id=payment.pk, now=NOW)
+
+    assert (outcome.ok, outcome.status, outcome.changed, outcome.skipped) == (True, "PDNG", True, False)
+    payment.refresh_from_db()
+    assert payment.transaction_status == "PDNG"
+    assert payment.state == PaymentState.AWAITING_STATUS
+    assert payment.poll_count == 1
+    # the next batch is at 11:00 UTC: read its result two minutes later, not before
+    assert payment.next_poll_at == datetime(2026, 3, 2, 11, 2, tzinfo=UTC)
+    assert payment.poll_lease_until is None and payment.poll_lease_token == ""
+    event = PaymentEvent.objects.get(payment=payment)
+    assert (event.kind, event.transaction_status, event.at) == (PaymentEventKind.STATUS, "PDNG", NOW)
+    assert bank.calls == [{"href": None, "payment_id": payment.payment_id, "product": payment.product}]
+
+
+def test_the_status_link_of_the_bank_is_used_when_it_gave_one(alice, bank):
+    payment = PaymentFactory(user=alice, links={"status": "/v1/payments/x/enc!!abc=/status"})
+
+    polling.payment_poll(payment_id=payment.pk, now=NOW)
+
+    assert bank.calls[0]["href"] == "/v1/payments/x/enc!!abc=/status"
+
+
+def test_an_unchanged_status_adds_no_event(alice, bank):
+    payment = PaymentFactory(user=alice, transaction_status="PDNG", state=PaymentState.AWAITING_STATUS)
+    status_event(payment, "PDNG", at=NOW - timedelta(minutes=5))
+
+    outcome = polling.payment_poll(payment_id=payment.pk, now=NOW)
+
+    assert (outcome.ok, outcome.changed) == (True, False)
+    assert PaymentEvent.objects.filter(payment=payment).count() == 1
+    assert Payment.objects.get(pk=payment.pk).poll_count == 1
+
+
+@pytest.mark.parametrize("final", ["ACSC", "RJCT", "CANC"])
+def test_a_final_status_stops_polling(alice, bank, final):
+    bank.answers = [status(final)]
+    payment = PaymentFactory(user=alice, transaction_status="ACSP", next_poll_at=NOW)
+
+    polling.payment_poll(payment_id=payment.pk, now=NOW)
+
+    payment.refresh_from_db()
+    assert (payment.transaction_status, payment.state, payment.next_poll_at, payment.final_at) == (
+        final,
+        PaymentState.FINAL,
+        None,
+        NOW,
+    )
+    # a late duplicate task does not call the bank again
+    assert polling.payment_poll(payment_id=payment.pk, now=NOW + timedelta(minutes=1)).skipped
+    assert len(bank.calls) == 1
+
+
+def test_accp_without_funds_is_stored_and_a_later_change_of_funds_is_an_event(alice, bank):
+    bank.answers = [status("ACCP", False), status("ACCP", True)]
+    payment = PaymentFactory(user=alice, transaction_status="PDNG", state=PaymentState.AWAITING_STATUS)
+
+    polling.payment_poll(payment_id=payment.pk, now=NOW)
+    payment.refresh_from_db()
+    assert (payment.transaction_status, payment.funds_available) == ("ACCP", False)
+
+    polling.payment_poll(payment_id=payment.pk, now=NOW + timedelta(hours=2))
+    events = list(
+        PaymentEvent.objects.filter(payment=payment).values_list("transaction_status", "funds_available")
+    )
+    assert events == [("ACCP", False), ("ACCP", True)]
+
+
+def test_patc_keeps_the_payment_waiting_for_signers_and_backs_off(alice, bank):
+    bank.answers = [status("PATC")]
+    payment = PaymentFactory(user=alice, context="CORPORATE", state=PaymentState.AUTHORISING)
+
+    polling.payment_poll(payment_id=payment.pk, now=NOW)
+
+    payment.refresh_from_db()
+    assert payment.state == PaymentState.AUTHORISING
+    assert payment.next_poll_at == NOW + polling.DEFAULT_MIN_INTERVAL
+
+
+def test_backoff_gets_slower_the_longer_the_status_has_not_changed(settings):
+    settings.PAYMENT_STATUS_BATCH_TIMES_UTC = ()
+    since = NOW
+    waits = [
+        polling.next_poll_time(status="PDNG", now=NOW + elapsed, unchanged_since=since) - (NOW + elapsed)
+        for elapsed in (timedelta(0), timedelta(minutes=1), timedelta(minutes=10), timedelta(hours=1))
+    ]
+    assert waits == [timedelta(seconds=30), timedelta(minutes=1), timedelta(minutes=10), timedelta(hours=1)]
+    far = polling.next_poll_time(status="PDNG", now=NOW + timedelta(days=1), unchanged_since=since)
+    assert far - (NOW + timedelta(days=1)) == polling.DEFAULT_MAX_INTERVAL
+
+
+def test_with_batches_the_next_poll_follows_the_next_batch_and_the_day_wraps():
+    evening = datetime(2026, 3, 2, 15, 30, tzinfo=UTC)
+    # after the last batch the next is 05:00 the next morning, but overnight never more than 6 hours apart
+    assert polling.next_poll_time(status="ACSP", now=evening, unchanged_since=evening) == evening + timedelta(
+        hours=6
+    )
+    late = datetime(2026, 3, 3, 4, 0, tzinfo=UTC)
+    assert polling.next_poll_time(status="ACSP", now=late, unchanged_since=evening) == datetime(
+        2026, 3, 3, 5, 2, tzinfo=UTC
+    )
+
+
+def test_waiting_for_a_signer_stops_after_the_sca_window():
+    assert polling.next_poll_time(status="RCVD", now=NOW, unchanged_since=NOW - timedelta(hours=3)) is None
+    assert polling.next_poll_time(status="ACSC", now=NOW, unchanged_since=NOW) is None
+
+
+def test_domestic_status_unreadable_before_approval_is_not_an_error(alice, bank):
+    bank.answers = [
+        ResourceUnknownError("unknown", status=404, tpp_messages=[TppMessage("ERROR", "RESOURCE_UNKNOWN")])
+    ]
+    payment = PaymentFactory(user=alice, product=PaymentProduct.DOMESTIC, state=PaymentState.AUTHORISING)
+
+    outcome = polling.payment_poll(payment_id=payment.pk, now=NOW)
+
+    assert outcome.ok and outcome.status == "RCVD"
+    assert "approved" in outcome.message
+    payment.refresh_from_db()
+    assert payment.next_poll_at is not None and payment.next_poll_at > NOW
+    assert not PaymentEvent.objects.filter(payment=payment, kind=PaymentEventKind.BANK_ERROR).exists()
+
+
+def test_a_bank_error_gives_the_banks_text_and_tries_again_later(alice, bank):
+    error = ServerError(
+        "bank error",
+        status=503,
+        tpp_messages=[TppMessage("ERROR", "SYSTEM_ERROR", text="Maintenance until 10:00")],
+    )
+    bank.answers = [error]
+    payment = PaymentFactory(user=alice, transaction_status="PDNG", state=PaymentState.AWAITING_STATUS)
+
+    outcome = polling.payment_poll(payment_id=payment.pk, now=NOW)
+
+    assert (outcome.ok, outcome.message, outcome.status) == (False, "Maintenance until 10:00", "PDNG")
+    payment.refresh_from_db()
+    assert payment.transaction_status == "PDNG" and payment.next_poll_at > NOW
+
+
+def test_a_429_waits_until_the_banks_reset(alice, bank):
+    reset = NOW + timedelta(hours=5)
+    bank.answers = [AccessExceededError("too many", status=429, reset_at=reset)]
+    payment = PaymentFactory(user=alice, transaction_status="PDNG", state=PaymentState.AWAITING_STATUS)
+
+    polling.payment_poll(payment_id=payment.pk, now=NOW)
+
+    assert Payment.objects.get(pk=payment.pk).next_poll_at == reset
+
+
+def test_an_unknown_payment_is_noted_once_on_the_timeline(alice, bank):
+    bank.answers = [
+        ResourceUnknownError(
+            "unknown", status=404, tpp_messages=[TppMessage("ERROR", "RESOURCE_UNKNOWN", text="No such payment")]
+        )
+    ]
+    payment = PaymentFactory(user=alice, transaction_status="PDNG", state=PaymentState.AWAITING_STATUS)
+
+    polling.payment_poll(payment_id=payment.pk, now=NOW)
+    Payment.objects.filter(pk=payment.pk).update(next_poll_at=NOW)
+    polling.payment_poll(payment_id=payment.pk, now=NOW + timedelta(minutes=1))
+
+    errors = PaymentEvent.objects.filter(payment=payment, kind=PaymentEventKind.BANK_ERROR)
+    assert list(errors.values_list("detail", flat=True)) == ["No such payment"]
+
+
+def test_a_payment_without_a_bank_id_is_not_polled(alice, bank):
+    payment = PaymentFactory(user=alice, payment_id="", state=PaymentState.OUTCOME_UNKNOWN, next_poll_at=NOW)
+
+    outcome = polling.payment_poll(payment_id=payment.pk, now=NOW)
+
+    assert outcome.skipped and bank.calls == []
+    assert Payment.objects.get(pk=payment.pk).next_poll_at is None
+
+
+# --- scheduling and resuming ---------------------------------------------------------------------------------
+
+
+def test_poll_soon_sets_the_poll_due_and_enqueues_it_on_commit(
+    alice, monkeypatch, django_capture_on_commit_callbacks
+):
+    sent = []
+    monkeypatch.setattr("payments.tasks.poll_payment.delay", sent.append)
+    payment = PaymentFactory(user=alice, next_poll_at=None)
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        polling.poll_soon(payment)
+        assert sent == []  # not before the commit
+    assert Payment.objects.get(pk=payment.pk).next_poll_at is not None
+    for callback in callbacks:
+        callback()
+    assert sent == [payment.pk]
+
+
+def test_a_broker_that_cannot_be_reached_does_not_fail_the_approval(
+    alice, monkeypatch, django_capture_on_commit_callbacks
+):
+    def broker_down(payment_id):
+        raise ConnectionError("broker unreachable")
+
+    monkeypatch.setattr("payments.tasks.poll_payment.delay", broker_down)
+    payment = PaymentFactory(user=alice, next_poll_at=None)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        polling.poll_soon(payment)
+
+    # the poll stays due: beat's dispatcher enqueues it
+    assert polling.due_payment_ids(now=timezone.now() + timedelta(seconds=1)) == [payment.pk]
+
+
+def test_dispatch_enqueues_due_payments_once_and_again_when_the_task_was_lost(alice, monkeypatch):
+    sent = []
+    monkeypatch.setattr("payments.tasks.poll_payment.delay", sent.append)
+    due = PaymentFactory(user=alice, next_poll_at=NOW - timedelta(minutes=1))
+    PaymentFactory(user=alice, next_poll_at=NOW + timedelta(minutes=5))  # not yet
+    PaymentFactory(user=alice, next_poll_at=None, transaction_status="ACSC")  # final
+    leased = PaymentFactory(
+        user=alice, next_poll_at=NOW - timedelta(minutes=1), poll_lease_until=NOW + timedelta(minutes=1)
+    )
+
+    assert polling.polls_dispatch(now=NOW) == [due.pk]
+    assert polling.polls_dispatch(now=NOW + timedelta(seconds=60)) == []  # queued: not enqueued twice
+    # the task never ran (a worker killed with it): due again after one lease, and the lease of the other ended
+    later = NOW + polling.DEFAULT_LEASE + timedelta(seconds=1)
+    assert sorted(polling.polls_dispatch(now=later)) == sorted([due.pk, leased.pk])
+    assert sent[0] == due.pk and sorted(sent[1:]) == sorted([due.pk, leased.pk])
+
+
+def test_the_beat_schedule_runs_the_dispatcher_every_minute(settings):
+    from tpp_portal.celery import app
+
+    entry = settings.CELERY_BEAT_SCHEDULE["dispatch-payment-status-polls"]
+    assert entry["task"] == "payments.dispatch_due_polls" and entry["schedule"] == 60.0
+    app.loader.import_default_modules()
+    assert "payments.dispatch_due_polls" in app.tasks and "payments.poll_payment" in app.tasks
+
+
+def test_the_poll_task_runs_a_poll(alice, bank):
+    from payments.tasks import poll_payment
+
+    payment = PaymentFactory(user=alice)
+
+    assert poll_payment.apply(args=[payment.pk]).get() == "PDNG"
+    assert Payment.objects.get(pk=payment.pk).transaction_status == "PDNG"
+
+
+# --- one poller per payment ----------------------------------------------------------------------------------
+
+
+def test_a_second_poller_does_nothing_while_the_first_holds_the_lease(alice, bank):
+    payment = PaymentFactory(user=alice)
+    token = polling.lease_take(payment_id=payment.pk, now=NOW)
+
+    outcome = polling.payment_poll(payment_id=payment.pk, now=NOW + timedelta(seconds=30))
+
+    assert token and outcome.skipped and not outcome.ok and bank.calls == []
+    # an expired lease (its holder died) is taken over
+    assert polling.payment_poll(payment_id=payment.pk, now=NOW + polling.DEFAULT_LEASE + timedelta(seconds=1)).ok
+    assert len(bank.calls) == 1
+
+
+def test_a_poller_whose_lease_was_taken_over_writes_nothing(alice, bank, monkeypatch):
+    payment = PaymentFactory(user=alice)
+
+    def slow_bank(**kwargs):
+        # while this poller waits for the bank beyond its lease, another takes the lease over
+        Payment.objects.filter(pk=payment.pk).update(poll_lease_token="someone-else")
+        return status("ACSC")
+
+    monkeypatch.setattr(bank, "payment_status", slow_bank)
+    outcome = polling.payment_poll(payment_id=payment.pk, now=NOW)
+
+    assert outcome.skipped
+    payment.refresh_from_db()
+    assert payment.transaction_status == "RCVD" and not PaymentEvent.objects.exists()
+    assert payment.poll_lease_token == "someone-else"  # not released: it is not this poller's
+
+
+def test_a_lease_lost_between_the_read_and_the_write_rolls_the_poll_back(alice, bank, monkeypatch):
+    """On SQLite select_for_update locks nothing: the write itself is conditional on the lease token, and
+    when it finds the lease gone, the timeline event written just before is rolled back too."""
+    payment = PaymentFactory(user=alice)
+    create = PaymentEvent.objects.create
+
+    def create_then_lose_the_lease(**kwargs):
+        event = create(**kwargs)
+        Payment.objects.filter(pk=payment.pk).update(poll_lease_token="someone-else")
+        return event
+
+    monkeypatch.setattr(PaymentEvent.objects, "create", create_then_lose_the_lease)
+    outcome = polling.payment_poll(payment_id=payment.pk, now=NOW)
+
+    payment.refresh_from_db()
+    assert outcome.skipped and payment.transaction_status == "RCVD" and payment.poll_count == 0
+    assert not PaymentEvent.objects.filter(payment=payment).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_pollers_racing_for_one_payment_make_one_bank_call(bank):
+    """Real threads, each with its own database connection, start together; the bank call is held open so
+    both are in flight at once. On PostgreSQL and on SQLite the conditional UPDATE lets only one through."""
+    from tests.factories import UserFactory
+
+    payment = PaymentFactory(user=UserFactory())
+    bank.release.clear()
+    start = threading.Barrier(4)
+    outcomes: list[polling.PollOutcome] = []
+    errors: list[BaseException] = []
+
+    def poll():
+        try:
+            start.wait(5)
+            for _attempt in range(50):
+                try:
+                    outcomes.append(polling.payment_poll(payment_id=payment.pk))
+                    return
+                except OperationalError as exc:
+                    # SQLite's in-memory test database (shared cache) refuses a concurrent statement at once
+                    # instead of waiting as PostgreSQL (and the file database, with its timeout) do: try again.
+                    if connection.vendor != "sqlite" or "locked" not in str(exc):
+                        raise
+                    time.sleep(0.02)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=poll) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    assert bank.entered.wait(10)
+    # the others have run into the lease by now or will; give them time while the first is in the bank call
+    for _ in range(50):
+        if len(outcomes) == 3:
+            break
+        threading.Event().wait(0.1)
+    bank.release.set()
+    for thread in threads:
+        thread.join(15)
+
+    assert errors == []
+    assert len(bank.calls) == 1 and bank.most_inside == 1
+    assert sorted(o.skipped for o in outcomes) == [False, True, True, True]
+    assert Payment.objects.get(pk=payment.pk).poll_count == 1
+    assert PaymentEvent.objects.filter(payment=payment, kind=PaymentEventKind.STATUS).count() == 1
+
+
+def test_a_poll_asked_for_while_another_runs_stays_due(alice, bank, monkeypatch):
+    """The SCA callback (or a cancellation) calls poll_soon while the worker's poll is in the bank call: that
+    poll's answer may predate the approval, so it must not push the asked-for poll back to the next batch."""
+    payment = PaymentFactory(user=alice, transaction_status="RCVD", state=PaymentState.AUTHORISING)
+    asked = []
+
+    def approval_during_the_call(**kwargs):
+        polling.poll_soon(Payment.objects.get(pk=payment.pk))  # its task would find the lease held
+        asked.append(Payment.objects.get(pk=payment.pk).next_poll_at)
+        return status("RCVD")
+
+    monkeypatch.setattr(bank, "payment_status", approval_during_the_call)
+    outcome = polling.payment_poll(payment_id=payment.pk)
+
+    payment.refresh_from_db()
+    assert outcome.ok and not outcome.skipped
+    assert payment.next_poll_at == asked[0] <= timezone.now()  # still due: the dispatcher runs it next minute
+    assert polling.due_payment_ids() == [payment.pk]
+
+
+def test_a_poll_not_asked_for_during_it_plans_its_own_next_poll(alice, bank):
+    payment = PaymentFactory(user=alice, transaction_status="RCVD", state=PaymentState.AUTHORISING)
+    polling.poll_soon(payment)  # before the poll: this is the poll it asked for
+
+    polling.payment_poll(payment_id=payment.pk)
+
+    payment.refresh_from_db()
+    assert payment.next_poll_at > timezone.now()  # PDNG: after the next batch, not due again at once
+    assert polling.due_payment_ids() == []
+
+
+class WorkerKilled(BaseException):
+    """Stands for SIGKILL: raised inside the bank call, with the lease release disabled as a dead process
+    runs no cleanup."""
+
+
+def test_a_poll_killed_in_the_middle_loses_nothing_and_is_resumed(alice, bank, monkeypatch):
+    payment = PaymentFactory(user=alice, transaction_status="ACSP", state=PaymentState.AWAITING_STATUS)
+    Payment.objects.filter(pk=payment.pk).update(next_poll_at=NOW)
+    bank.answers = [WorkerKilled(), status("ACSC")]
+    release = polling.lease_release
+    monkeypatch.setattr(polling, "lease_release", lambda **kwargs: None)
+
+    with pytest.raises(WorkerKilled):
+        polling.payment_poll(payment_id=payment.pk, now=NOW)
+
+    payment.refresh_from_db()
+    assert payment.transaction_status == "ACSP" and payment.next_poll_at == NOW  # still due, nothing written
+    assert payment.poll_lease_until is not None
+    assert polling.due_payment_ids(now=NOW + timedelta(seconds=30)) == []  # the dead poller's lease holds
+    monkeypatch.setattr(polling, "lease_release", release)
+
+    resumed_at = NOW + polling.DEFAULT_LEASE + timedelta(seconds=1)
+    assert polling.due_payment_ids(now=resumed_at) == [payment.pk]
+    outcome = polling.payment_poll(payment_id=payment.pk, now=resumed_at)
+
+    assert (outcome.ok, outcome.status) == (True, "ACSC")
+    payment.refresh_from_db()
+    assert (payment.state, payment.next_poll_at, payment.poll_lease_until) == (PaymentState.FINAL, None, None)
+    assert list(PaymentEvent.objects.filter(payment=payment).values_list("transaction_status", flat=True)) == [
+        "ACSC"
+    ]
+
+
+def test_the_poll_is_audited_against_the_payment(alice, bank, monkeypatch):
+    seen = []
+    from payments import polling as module
+
+    original = module.bank_audit_context
+
+    def spy(**kwargs):
+        seen.append(kwargs)
+        return original(**kwargs)
+
+    monkeypatch.setattr(module, "bank_audit_context", spy)
+    payment = PaymentFactory(user=alice)
+
+    polling.payment_poll(payment_id=payment.pk, actor=alice, now=timezone.now())
+
+    assert seen == [{"user": alice, "obj": Payment.objects.get(pk=payment.pk)}]
