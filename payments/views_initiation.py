@@ -14,6 +14,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.models import BankConnection, PsuContextChoice
@@ -222,6 +223,7 @@ def _to_approval(request, payment: Payment):
     return redirect(href)
 
 
+@sensitive_post_parameters("national_identity_number")  # never in an error report
 @require_recent_authentication
 @require_http_methods(["GET", "POST"])
 def payment_review(request, pk):

@@ -552,9 +552,10 @@ def test_a_submission_whose_caller_died_is_taken_over_by_reconciliation_after_it
     draft.refresh_from_db()
     # Marked unknown on the way out; a hard kill (no way out) leaves SUBMITTING with its lease instead:
     assert draft.state == PaymentState.OUTCOME_UNKNOWN
-    Payment.objects.filter(pk=draft.pk).update(state=PaymentState.SUBMITTING, reconcile_at=timezone.now())
     bank.payment_initiate = real
-    Payment.objects.filter(pk=draft.pk).update(reconcile_at=timezone.now() + timedelta(minutes=1))
+    Payment.objects.filter(pk=draft.pk).update(
+        state=PaymentState.SUBMITTING, reconcile_at=timezone.now() + timedelta(minutes=1)
+    )
     assert services.reconciliations_due() == []  # the caller may still be waiting: its lease holds
     assert not services.payment_reconcile(payment_id=draft.pk).attempted
 
