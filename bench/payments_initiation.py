@@ -24,105 +24,23 @@ cores: both sides pay the same bank time, so the ratio shows what the portal add
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import os
-import re
 import statistics
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
-from devtools.livebank import running_bank, sca_post
+from bench.portal_setup import PRODUCT, main_iban, payment_body, portal_database, private_psu_id, setup_portal
+from devtools.livebank import running_bank
 
 PRIVATE_1 = "13039319955"
 ROUNDS = 5
 PER_ROUND = 30  # initiations per side and round
 WARM_UP = 10  # per side, before the measured rounds
 GOAL_OVERHEAD = 1.3
-PRODUCT = "norwegian-cross-border-credit-transfers"
-
-
-@contextlib.contextmanager
-def _portal_database(tmp: Path) -> Iterator[str]:
-    """The portal's database for the run: with DATABASE_URL naming a PostgreSQL server (as in production and
-    CI), a temporary database on that server, dropped afterwards; otherwise a temporary SQLite file."""
-    server = os.environ.get("DATABASE_URL", "")
-    if not server.startswith(("postgres://", "postgresql://")):
-        yield f"sqlite:///{tmp / 'portal.sqlite3'}"
-        return
-    import psycopg
-
-    parts = urlsplit(server)
-    name = f"bench_payinit_{uuid.uuid4().hex[:12]}"
-    admin = urlunsplit(parts._replace(path="/postgres"))
-    with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(parts._replace(path=f"/{name}"))
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(admin, autocommit=True) as connection:
-            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def _setup_portal(database_url: str, bank_url: str) -> None:
-    os.environ.update(
-        {"DJANGO_SETTINGS_MODULE": "tpp_portal.settings", "DATABASE_URL": database_url, "BANK_BASE_URL": bank_url}
-    )
-    os.environ.pop("REDIS_URL", None)
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    logging.disable(logging.INFO)  # the client's one log line per call would cost both sides alike; keep it quiet
-
-
-def _psu_id(presence) -> str:
-    """A PSU-ID of Private Customer 1 for this TPP, through the bank's SCA screens (consent start + redirect)."""
-    import dataclasses
-
-    import requests
-
-    from tpp_portal.bank import bank_client
-
-    answer = bank_client().consent_start(psu=dataclasses.replace(presence, context="PRIVATE"))
-    href = answer.sca_redirect
-    browser = requests.Session()
-    page = browser.get(href, timeout=10)
-    page = sca_post(browser, href, page, identity=PRIVATE_1, action="identify")
-    agreement = re.search(r'name="agreement" value="([^"]+)"', page.text).group(1)
-    page = sca_post(browser, href, page, agreement=agreement, action="context")
-    accounts = re.findall(r'name="account" value="([^"]+)"', page.text)
-    done = sca_post(browser, href, page, account=accounts, action="approve")
-    return re.search(r"psu-id=([0-9a-f-]{36})", done.headers["Location"]).group(1)
-
-
-def _main_iban(psu) -> str:
-    from tpp_portal.bank import bank_client
-
-    return next(a.iban for a in bank_client().accounts(psu=psu) if a.name == "Brukskonto")
-
-
-def _body(debtor_iban: str, amount: Decimal) -> bytes:
-    body = {
-        "instructedAmount": {"amount": f"{amount:.2f}", "currency": "NOK"},
-        "creditorName": "Müller Maschinenbau GmbH",
-        "creditorAgent": "COBADEFFXXX",
-        "creditorAccount": {"iban": "DE89370400440532013000", "currency": "EUR"},
-        "debtorAccount": {"iban": debtor_iban, "currency": "NOK"},
-        "remittanceInformationUnstructured": "Invoice",
-    }
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def main() -> None:
@@ -137,8 +55,8 @@ def main() -> None:
 def _measure(tmp: Path, presence) -> None:
     from xs2a.psu import PsuContext
 
-    with running_bank(tmp / "bank") as bank, _portal_database(tmp) as database_url:
-        _setup_portal(database_url, bank.base_url)
+    with running_bank(tmp / "bank") as bank, portal_database(tmp) as database_url:
+        setup_portal(database_url, bank.base_url)
         from django.db import connection as portal_db
 
         vendor = portal_db.vendor
@@ -151,9 +69,9 @@ def _measure(tmp: Path, presence) -> None:
         from tpp_portal.bank import build_bank_client, client_config
         from xs2a.client import Xs2aClient
 
-        psu_id = _psu_id(presence)
+        psu_id = private_psu_id(presence)
         psu = PsuContext(**{**presence.__dict__, "psu_id": psu_id, "context": "PRIVATE"})
-        debtor = _main_iban(psu)
+        debtor = main_iban(psu)
         user = get_user_model().objects.create_user("bench@example.com", "bench@example.com", "x" * 20)
         connection = BankConnection.objects.create(
             user=user, context="PRIVATE", state="active", psu_id=psu_id, psu_id_hash=lookup_hash(psu_id)
@@ -175,7 +93,7 @@ def _measure(tmp: Path, presence) -> None:
                         context="PRIVATE",
                         idempotency_key=uuid.uuid4(),
                         request_id=uuid.uuid4(),
-                        body_json=_body(debtor, amount).decode("utf-8"),
+                        body_json=payment_body(debtor, amount).decode("utf-8"),
                         amount=amount,
                         currency="NOK",
                         debtor_account=debtor,
@@ -198,7 +116,7 @@ def _measure(tmp: Path, presence) -> None:
             return (time.perf_counter() - started) / count, failed
 
         def direct_side(count: int) -> float:
-            bodies = [json.loads(_body(debtor, next(amounts))) for _ in range(count)]
+            bodies = [json.loads(payment_body(debtor, next(amounts))) for _ in range(count)]
             started = time.perf_counter()
             for body in bodies:
                 direct.payment_initiate(body, psu=psu, product=PRODUCT, tpp_session_id=str(uuid.uuid4()))
