@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 
@@ -38,6 +38,7 @@ from accounts.models import (
     UNATTENDED_CALLS_PER_DAY,
     UNATTENDED_WINDOW,
     AccountKind,
+    BalanceSnapshot,
     BankAccount,
     BankConnection,
     ConnectionAccess,
@@ -45,8 +46,9 @@ from accounts.models import (
     RefreshCall,
     RefreshKind,
 )
-from accounts.services import _ais_psu, _balances_store, _bank_problem
-from tpp_portal.bank import bank_audit_context, bank_client, client_config, record_bank_call
+from accounts.services import _ais_psu, _bank_problem
+from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client, client_config, record_bank_call
+from xs2a import models as bank_models
 from xs2a.client import RetryPolicy, Xs2aClient
 from xs2a.errors import AccessExceededError, ConsentError, ScaRequiredError, Xs2aError
 from xs2a.psu import PsuContext
@@ -100,37 +102,86 @@ def reserve(
     a call at or after that time (the planned refresh was done by an earlier delivery of the same task).
     """
     now = now or timezone.now()
-    key = RefreshCall.key_for(account)
     with transaction.atomic():
-        locked = list(
+        blocked = list(
             BankAccount.objects.select_for_update()
             .filter(kind=account.kind, resource_id=account.resource_id)
             .order_by("pk")
-            .values_list("pk", "refresh_blocked_until")
+            .values_list("refresh_blocked_until", flat=True)
         )
-        blocked = max((b for _pk, b in locked if b is not None), default=None)
-        if blocked is not None and blocked > now:
-            raise RefreshRefused("blocked", available_at=blocked)
-        since = now - UNATTENDED_WINDOW
-        if not_since is not None:
-            since = min(since, not_since)
-        recent = list(
-            RefreshCall.objects.filter(resource_key=key, reserved_at__gte=since).values_list(
-                "account_id", "kind", "reserved_at"
+        _reserve_locked(account=account, blocked=blocked, kinds=kinds, now=now, not_since=not_since)
+
+
+def _reserve_locked(
+    *,
+    account: BankAccount,
+    blocked: list[datetime | None],
+    kinds: tuple[str, ...],
+    now: datetime,
+    not_since: datetime | None,
+) -> None:
+    """:func:`reserve` once the rows of the bank account are locked in the caller's transaction; ``blocked``:
+    their ``refresh_blocked_until``. Reads the ledger after the lock (a statement of its own, so that it sees the
+    rows a worker that held the lock before us committed)."""
+    until = max((b for b in blocked if b is not None), default=None)
+    if until is not None and until > now:
+        raise RefreshRefused("blocked", available_at=until)
+    key = RefreshCall.key_for(account)
+    since = now - UNATTENDED_WINDOW
+    if not_since is not None:
+        since = min(since, not_since)
+    recent = list(
+        RefreshCall.objects.filter(resource_key=key, reserved_at__gte=since).values_list(
+            "account_id", "kind", "reserved_at"
+        )
+    )
+    if not_since is not None and any(pk == account.pk and at >= not_since for pk, _kind, at in recent):
+        raise RefreshRefused("already done")
+    for kind in kinds:
+        in_window = sorted(at for _pk, k, at in recent if k == kind and at > now - UNATTENDED_WINDOW)
+        if len(in_window) >= UNATTENDED_CALLS_PER_DAY:
+            raise RefreshRefused(
+                f"{kind} allowance spent",
+                available_at=in_window[-UNATTENDED_CALLS_PER_DAY] + UNATTENDED_WINDOW,
             )
+    RefreshCall.objects.bulk_create(
+        [RefreshCall(account_id=account.pk, resource_key=key, kind=kind, reserved_at=now) for kind in kinds]
+    )
+
+
+def _claim(
+    *, account_id: int, kinds: tuple[str, ...], now: datetime, not_since: datetime | None
+) -> tuple[BankAccount | None, RefreshOutcome | None, RefreshRefused | None]:
+    """The start of an unattended refresh, in one short transaction: lock the rows of every portal account on
+    the account's bank account and read them with their connections (one statement), check that the account
+    may be refreshed, and reserve its calls in the ledger (:func:`reserve`'s rules). Returns the account, the
+    outcome to give when it may not be refreshed, and the ledger's refusal (nothing reserved in either case)."""
+    same_bank_account = BankAccount.objects.filter(
+        pk=account_id, kind=OuterRef("kind"), resource_id=OuterRef("resource_id")
+    )
+    with transaction.atomic():
+        locked = list(
+            BankAccount.objects.select_for_update(of=("self",))
+            .select_related("connection")
+            .filter(Exists(same_bank_account))
+            .order_by("pk")
         )
-        if not_since is not None and any(pk == account.pk and at >= not_since for pk, _kind, at in recent):
-            raise RefreshRefused("already done")
-        for kind in kinds:
-            in_window = sorted(at for _pk, k, at in recent if k == kind and at > now - UNATTENDED_WINDOW)
-            if len(in_window) >= UNATTENDED_CALLS_PER_DAY:
-                raise RefreshRefused(
-                    f"{kind} allowance spent",
-                    available_at=in_window[-UNATTENDED_CALLS_PER_DAY] + UNATTENDED_WINDOW,
-                )
-        RefreshCall.objects.bulk_create(
-            [RefreshCall(account_id=account.pk, resource_key=key, kind=kind, reserved_at=now) for kind in kinds]
-        )
+        account = next((a for a in locked if a.pk == account_id), None)
+        refusal = _not_refreshable(account, now=now, unattended=True)
+        if refusal is not None:
+            return account, refusal, None
+        assert account is not None
+        try:
+            _reserve_locked(
+                account=account,
+                blocked=[a.refresh_blocked_until for a in locked],
+                kinds=kinds,
+                now=now,
+                not_since=not_since,
+            )
+        except RefreshRefused as exc:
+            return account, None, exc
+    return account, None, None
 
 
 def budget_available_at(*, account: BankAccount, now: datetime | None = None) -> datetime | None:
@@ -222,16 +273,8 @@ def transactions_refresh(*, account_id: int, presence: PsuContext, actor: Any = 
     return _refresh(account_id=account_id, presence=presence, actor=actor, planned_at=None, balances=False)
 
 
-def _refresh(
-    *,
-    account_id: int,
-    presence: PsuContext | None,
-    actor: Any,
-    planned_at: datetime | None,
-    balances: bool,
-) -> RefreshOutcome:
-    now = timezone.now()
-    account = BankAccount.objects.select_related("connection").filter(pk=account_id).first()
+def _not_refreshable(account: BankAccount | None, *, now: datetime, unattended: bool) -> RefreshOutcome | None:
+    """Why ``account`` (read with its connection) may not be refreshed now, as the outcome to give; else None."""
     if account is None:
         return RefreshOutcome(ok=False, message=_("The account is no longer connected."))
     connection = account.connection
@@ -241,16 +284,60 @@ def _refresh(
         or not account.consented
     ):
         return RefreshOutcome(ok=False, message=_("The account is not connected; reconnect the bank first."))
-    unattended = presence is None
     if unattended and connection.consent_valid_until is not None and connection.consent_valid_until <= now:
         return RefreshOutcome(ok=False, message=_("The consent has expired; reconnect the bank."))
+    return None
+
+
+def _snapshots(account: BankAccount, answer: bank_models.AccountBalances, now: datetime) -> list[BalanceSnapshot]:
+    """The balance snapshots of one answer: one row per balance type (the unique constraint)."""
+    rows: dict[str, BalanceSnapshot] = {}
+    for balance in answer.balances:
+        rows.setdefault(
+            balance.balance_type,
+            BalanceSnapshot(
+                account=account,
+                balance_type=balance.balance_type[:40],
+                amount=balance.balance_amount.amount,
+                currency=balance.balance_amount.currency[:3],
+                reference_date=balance.reference_date,
+                fetched_at=now,
+            ),
+        )
+    return list(rows.values())
+
+
+def _refresh(
+    *,
+    account_id: int,
+    presence: PsuContext | None,
+    actor: Any,
+    planned_at: datetime | None,
+    balances: bool,
+) -> RefreshOutcome:
+    now = timezone.now()
+    unattended = presence is None
+    refused: RefreshRefused | None = None
+    if unattended:
+        # The account is read, checked and its calls reserved in one short transaction (the rows locked).
+        kinds = (RefreshKind.BALANCES, RefreshKind.TRANSACTIONS) if balances else (RefreshKind.TRANSACTIONS,)
+        account, refusal, refused = _claim(account_id=account_id, kinds=kinds, now=now, not_since=planned_at)
+    else:
+        account = BankAccount.objects.select_related("connection").filter(pk=account_id).first()
+        refusal = _not_refreshable(account, now=now, unattended=False)
+    if refusal is not None:
+        return refusal
+    assert account is not None
+    counts = {"balances": 0, "transactions_new": 0, "transactions_updated": 0, "calls": 0}
+    if refused is not None:
+        return _refused_outcome(account=account, refused=refused, counts=counts, now=now)
+    connection = account.connection
     psu = _ais_psu(connection, presence or PsuContext())
     client = unattended_client() if unattended else bank_client()
     calls = 0
     answer = None
     items: list[sync.Item] | None = None
     window = sync.sync_window(account=account, present=not unattended, today=now.date())
-    refused: RefreshRefused | None = None
     error: Xs2aError | None = None
 
     def before_page(page: int) -> None:
@@ -260,41 +347,47 @@ def _refresh(
             reserve(account=account, kinds=(RefreshKind.TRANSACTIONS,))
         calls += 1
 
-    try:
-        if unattended:
-            kinds = (RefreshKind.BALANCES, RefreshKind.TRANSACTIONS) if balances else (RefreshKind.TRANSACTIONS,)
-            reserve(account=account, kinds=kinds, now=now, not_since=planned_at)
-        with bank_audit_context(user=actor, obj=account):
-            if balances:
-                calls += 1
-                if account.kind == AccountKind.CARD:
-                    answer = client.card_account_balances(account.resource_id, psu=psu)
-                else:
-                    answer = client.balances(account.resource_id, psu=psu)
-            items = sync.fetch_pages(
-                client=client, account=account, psu=psu, window=window, before_call=before_page
-            )
-    except RefreshRefused as exc:
-        refused = exc
-    except Xs2aError as exc:
-        error = exc
-
-    stored_balances = 0
-    result = None
-    if answer is not None or items is not None:
-        stored_at = timezone.now()
-        with transaction.atomic():  # one short transaction for the whole answer, after the bank calls
-            if answer is not None:
-                stored_balances = _balances_store(
-                    {(account.kind, account.resource_id): account},
-                    {(account.kind, account.resource_id): answer},
-                    stored_at,
+    # The audit rows (one per bank call) are written with the answer, in its transaction; when nothing is
+    # stored (a refusal, a bank error), when the block ends.
+    with bank_audit_deferred() as flush_audit:
+        try:
+            with bank_audit_context(user=actor, obj=account):
+                if balances:
+                    calls += 1
+                    if account.kind == AccountKind.CARD:
+                        answer = client.card_account_balances(account.resource_id, psu=psu)
+                    else:
+                        answer = client.balances(account.resource_id, psu=psu)
+                items = sync.fetch_pages(
+                    client=client, account=account, psu=psu, window=window, before_call=before_page
                 )
-            if items is not None:
-                result = sync.store_locked(account=account, items=items, window=window, now=stored_at)
+        except RefreshRefused as exc:
+            refused = exc
+        except Xs2aError as exc:
+            error = exc
+
+        result = None
+        snapshots: list[BalanceSnapshot] = []
+        if answer is not None or items is not None:
+            stored_at = timezone.now()
+            # One short transaction for the whole answer, after the bank calls. The account row is updated
+            # (locked) first, before any insert that refers to it.
+            with transaction.atomic():
+                updates = {"balances_refreshed_at": stored_at} if answer is not None else {}
+                if items is not None:  # moves the cursor and sets ``updates`` in its first statement
+                    result = sync.store_locked(
+                        account=account, items=items, window=window, now=stored_at, updates=updates
+                    )
+                else:
+                    BankAccount.objects.filter(pk=account.pk).update(**updates)
+                    account.balances_refreshed_at = stored_at
+                if answer is not None:
+                    snapshots = _snapshots(account, answer, stored_at)
+                    BalanceSnapshot.objects.bulk_create(snapshots)
+                flush_audit()
 
     counts = {
-        "balances": stored_balances,
+        "balances": len(snapshots),
         "transactions_new": result.new if result else 0,
         "transactions_updated": result.updated if result else 0,
         "calls": calls,

@@ -27,7 +27,8 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Case, DateField, F, Q, Value, When
+from django.db.models.functions import Least
 
 from accounts.models import AccountKind, BankAccount, Transaction, TransactionStatus
 from xs2a import models as bank_models
@@ -322,15 +323,41 @@ def store(*, account: BankAccount, items: Iterable[Item], window: SyncWindow, no
         return store_locked(account=account, items=items, window=window, now=now)
 
 
-def store_locked(*, account: BankAccount, items: Iterable[Item], window: SyncWindow, now: datetime) -> SyncResult:
-    """:func:`store` inside the caller's transaction (which must be open: the account row is locked in it)."""
+def store_locked(
+    *,
+    account: BankAccount,
+    items: Iterable[Item],
+    window: SyncWindow,
+    now: datetime,
+    updates: dict[str, Any] | None = None,
+) -> SyncResult:
+    """:func:`store` inside the caller's transaction (which must be open: the account row is locked in it).
+
+    ``updates``: further fields of the account to set in the statement that moves the cursor.
+    """
     items = list(items)
-    cursor, covered_from = (
-        BankAccount.objects.select_for_update()
-        .filter(pk=account.pk)
-        .values_list("transactions_synced_to", "transactions_synced_from")
-        .get()
+    # First, one statement locks the account row (so two syncs of one account do not interleave: the second
+    # waits here, then reads what the first stored) and moves the cursor; it is rolled back with the rest when
+    # anything after it fails. The stored history stays contiguous: a read that joins it extends it (``joins``,
+    # judged on the row's current values), one after a gap starts anew.
+    joins = Q(
+        transactions_synced_to__isnull=False,
+        transactions_synced_from__isnull=False,
+        transactions_synced_to__gte=window.date_from,
     )
+    date_from = Value(window.date_from, output_field=DateField())
+    moved = BankAccount.objects.filter(pk=account.pk).update(
+        **(updates or {}),
+        transactions_synced_to=window.date_to,
+        transactions_synced_from=Case(
+            When(joins, then=Least(F("transactions_synced_from"), date_from)),
+            default=date_from,
+            output_field=DateField(),
+        ),
+        transactions_refreshed_at=now,
+    )
+    if not moved:
+        raise BankAccount.DoesNotExist(f"bank account {account.pk} is gone")
     ids = {i.transaction_id for i in items if i.transaction_id}
     # One read: the rows the answer names, every pending row, and booked rows without an id.
     rows = list(
@@ -392,13 +419,10 @@ def store_locked(*, account: BankAccount, items: Iterable[Item], window: SyncWin
     Transaction.objects.bulk_create(created)
     if changed:
         Transaction.objects.bulk_update(list(changed.values()), [*_COMPARED, "updated_at"])
-    # The stored history stays contiguous: a read that joins it extends it; one after a gap starts anew.
-    joins = cursor is not None and covered_from is not None and window.date_from <= cursor
-    start = min(covered_from, window.date_from) if joins else window.date_from
-    BankAccount.objects.filter(pk=account.pk).update(
-        transactions_synced_to=window.date_to, transactions_synced_from=start, transactions_refreshed_at=now
-    )
     account.transactions_synced_to = window.date_to
-    account.transactions_synced_from = start
     account.transactions_refreshed_at = now
+    for name, value in (updates or {}).items():
+        setattr(account, name, value)
+    # Computed by the database: read again (from the row) when next used.
+    account.__dict__.pop("transactions_synced_from", None)
     return SyncResult(new=len(created), updated=len(changed), removed=len(stale))

@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
-from bench.payments_initiation import _portal_database, _setup_portal
+from bench.portal_setup import portal_database, setup_portal
 from devtools.livebank import running_bank, sca_post
 
 PER_CUSTOMER = 800  # the bank's SCA form must stay under Django's 1000-field limit
@@ -288,8 +288,8 @@ def main(argv: list[str] | None = None) -> None:
     # has it: the figure is about the refresh, not about the disk's fsync.
     memory = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None  # noqa: S108
     with tempfile.TemporaryDirectory(prefix="bench-refresh-", dir=memory) as tmp:
-        with running_bank(Path(tmp)) as bank, _portal_database(Path(tmp)) as database_url:
-            _setup_portal(database_url, bank.base_url)
+        with running_bank(Path(tmp)) as bank, portal_database(Path(tmp)) as database_url:
+            setup_portal(database_url, bank.base_url)
             logging.disable(logging.WARNING)
             from tpp_portal.models import BankCall
 
