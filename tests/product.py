@@ -761,7 +761,8 @@ def whole_product(
             database_url=db.url,
             redis_url=redis_url,
             bank_timeout=bank_timeout,
-            extra=extra_env or {},
+            # The bank's own address (its SCA screens), for settings that must name it (a CSP form-action).
+            extra={"PRODUCT_BANK_URL": bank.base_url, **(extra_env or {})},
         )
         product = Product(
             directory=directory,

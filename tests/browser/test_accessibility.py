@@ -15,11 +15,10 @@ from django.conf import settings as django_settings
 from django.test import Client
 
 from devtools.livebank import free_port
+from tests.browser.axe import axe_violations, describe
 from tests.security.pages import make_world, pages
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-BLOCKING = {"serious", "critical"}
 
 
 @pytest.fixture
@@ -68,13 +67,6 @@ def visit(page, url: str):
     return response
 
 
-def axe_violations(page) -> list[dict]:
-    from axe_playwright_python.sync_playwright import Axe
-
-    results = Axe().run(page)
-    return [v for v in results.response["violations"] if v.get("impact") in BLOCKING]
-
-
 @pytest.mark.parametrize("who", ["anonymous", "owner", "superuser"])
 def test_no_serious_or_critical_axe_violation_on_any_page(page, live_server, world, who, artifacts_dir):
     if who != "anonymous":
@@ -86,10 +78,7 @@ def test_no_serious_or_critical_axe_violation_on_any_page(page, live_server, wor
         checked += 1
         violations = axe_violations(page)
         if violations:
-            found[url] = [
-                f"{v['id']} ({v['impact']}): {v['help']} - {[n['target'] for n in v['nodes'][:3]]}"
-                for v in violations
-            ]
+            found[url] = describe(violations)
             page.screenshot(path=artifacts_dir / f"axe-{who}-{len(found)}.png", full_page=True)
     assert found == {}
     assert checked >= {"anonymous": 5, "owner": 10, "superuser": 10}[who], f"only {checked} pages were checked"
