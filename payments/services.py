@@ -822,38 +822,49 @@ def authorisation_start(*, payment: Payment, signer, session_key: str | None, pr
         identity.update(psu_id=connection.psu_id, corporate_id=connection.psu_corporate_id or None)
     psu = dataclasses.replace(presence, **identity)
     href = payment.links.get("startAuthorisation") if isinstance(payment.links, dict) else None
-    try:
-        with bank_audit_context(user=signer, obj=payment):
-            answer = bank_client().authorisation_start(
-                href=href or None,
-                payment_id=payment.payment_id,
-                product=payment.product,
-                psu=psu,
-                tpp_session_id=state.token,
+    # The call's audit row is committed with what the call came to (one commit after the call, not two).
+    with bank_audit_deferred() as flush_audit:
+        try:
+            with bank_audit_context(user=signer, obj=payment):
+                answer = bank_client().authorisation_start(
+                    href=href or None,
+                    payment_id=payment.payment_id,
+                    product=payment.product,
+                    psu=psu,
+                    tpp_session_id=state.token,
+                )
+            redirect_to = answer.sca_redirect or ""
+            parts = urlsplit(redirect_to)
+            if parts.scheme not in {"http", "https"} or not parts.netloc:
+                raise AuthorisationNotStarted(_("The bank did not give an address to approve the payment at."))
+        except (Xs2aError, AuthorisationNotStarted) as error:
+            text = (
+                error.message
+                if isinstance(error, AuthorisationNotStarted)
+                else (error.text or _("The bank could not start the approval. Please try again later."))
             )
-        redirect_to = answer.sca_redirect or ""
-        parts = urlsplit(redirect_to)
-        if parts.scheme not in {"http", "https"} or not parts.netloc:
-            raise AuthorisationNotStarted(_("The bank did not give an address to approve the payment at."))
-    except (Xs2aError, AuthorisationNotStarted) as error:
-        text = (
-            error.message
-            if isinstance(error, AuthorisationNotStarted)
-            else (error.text or _("The bank could not start the approval. Please try again later."))
-        )
-        failed = timezone.now()
-        ScaState.objects.filter(pk=state.pk, used_at__isnull=True).update(used_at=failed)
-        PaymentAuthorisation.objects.filter(pk=authorisation.pk).update(failed_at=failed, failure=text[:512])
-        PaymentEvent.objects.create(
-            payment=payment, kind=PaymentEventKind.SCA_FAILED, actor=signer, detail=text[:512]
-        )
-        raise AuthorisationNotStarted(text) from error
-    with transaction.atomic():
-        Payment.objects.filter(pk=payment.pk, state=PaymentState.INITIATED).update(
-            state=PaymentState.AUTHORISING, updated_at=timezone.now()
-        )
-        PaymentEvent.objects.create(payment=payment, kind=PaymentEventKind.SCA_STARTED, actor=signer)
-    payment.refresh_from_db(fields=["state", "updated_at"])
+            failed = timezone.now()
+            with transaction.atomic():
+                flush_audit()
+                ScaState.objects.filter(pk=state.pk, used_at__isnull=True).update(used_at=failed)
+                PaymentAuthorisation.objects.filter(pk=authorisation.pk).update(
+                    failed_at=failed, failure=text[:512]
+                )
+                PaymentEvent.objects.create(
+                    payment=payment, kind=PaymentEventKind.SCA_FAILED, actor=signer, detail=text[:512]
+                )
+            raise AuthorisationNotStarted(text) from error
+        started = timezone.now()
+        with transaction.atomic():
+            flush_audit()
+            moved = Payment.objects.filter(pk=payment.pk, state=PaymentState.INITIATED).update(
+                state=PaymentState.AUTHORISING, updated_at=started
+            )
+            PaymentEvent.objects.create(payment=payment, kind=PaymentEventKind.SCA_STARTED, actor=signer)
+    if moved:  # what the UPDATE wrote, without reading the row back
+        payment.state, payment.updated_at = PaymentState.AUTHORISING, started
+    else:  # already past INITIATED (a further signer, a second try): the row as it is
+        payment.refresh_from_db(fields=["state", "updated_at"])
     return redirect_to
 
 

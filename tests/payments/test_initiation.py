@@ -647,3 +647,69 @@ def test_the_audit_row_of_a_failed_call_is_written_too(bank, draft, alice):
     assert list(BankCall.objects.values_list("error", flat=True)) == ["OutcomeUnknownError"]
     kinds = list(payment.events.order_by("at", "id").values_list("kind", flat=True))
     assert kinds == ["submitted", "unknown"]
+
+
+def _audited_authorisation_start(bank, *, status: int, error: Exception | None = None):
+    """The stand-in's authorisation_start, audited as the client does it; asserts the row is kept back until
+    the outcome of the call is stored."""
+    from tpp_portal.bank import record_bank_call
+    from tpp_portal.models import BankCall
+    from xs2a.audit import AuditRecord
+
+    real = bank.authorisation_start
+
+    def audited(**kwargs):
+        record_bank_call(
+            AuditRecord(
+                started_at=timezone.now(),
+                method="POST",
+                path_template="/v1/payments/{payment_product}/{payment_id}/authorisations",
+                request_id=str(uuid.uuid4()),
+                attempt=1,
+                status=status,
+                duration_ms=3.0,
+                psu_present=True,
+                bytes_sent=0,
+                bytes_received=20,
+                error=type(error).__name__ if error else None,
+            )
+        )
+        assert not BankCall.objects.filter(path_template__endswith="/authorisations").exists()  # kept back
+        if error is not None:
+            raise error
+        return real(**kwargs)
+
+    return audited
+
+
+def test_the_audit_row_of_the_approval_start_is_stored_with_its_outcome(bank, draft, alice):
+    from tpp_portal.models import BankCall
+
+    payment = _submit(draft, alice).payment
+    bank.authorisation_start = _audited_authorisation_start(bank, status=201)
+
+    services.authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+
+    call = BankCall.objects.get(path_template__endswith="/authorisations")
+    assert call.status == 201 and call.user == alice and call.object_id == str(payment.pk)
+    stored = Payment.objects.get(pk=payment.pk)
+    # The instance says what the UPDATE wrote, without a read back:
+    assert payment.state == stored.state == PaymentState.AUTHORISING and payment.updated_at == stored.updated_at
+    assert payment.events.filter(kind=PaymentEventKind.SCA_STARTED).count() == 1
+
+
+def test_the_audit_row_of_a_refused_approval_start_is_stored_with_the_failure(bank, draft, alice):
+    from tpp_portal.models import BankCall
+
+    payment = _submit(draft, alice).payment
+    refused = FormatError("refused", status=400, tpp_messages=[TppMessage("ERROR", "FORMAT_ERROR", None, "No.")])
+    bank.authorisation_start = _audited_authorisation_start(bank, status=400, error=refused)
+
+    with pytest.raises(services.AuthorisationNotStarted):
+        services.authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+
+    call = BankCall.objects.get(path_template__endswith="/authorisations")
+    assert call.status == 400 and call.error == "FormatError" and call.object_id == str(payment.pk)
+    assert payment.events.filter(kind=PaymentEventKind.SCA_FAILED).count() == 1
+    assert ScaState.objects.get(purpose=ScaPurpose.PAYMENT).used_at is not None  # the state is spent
+    assert Payment.objects.get(pk=payment.pk).state == PaymentState.INITIATED
