@@ -240,6 +240,9 @@ class BankAccount(models.Model):
         indexes = [
             # The planner (accounts.refresh.refresh_plan): accounts whose unattended refresh is due.
             models.Index(fields=["next_refresh_at"], name="bankaccount_refresh_due_idx"),
+            # Every portal account on one bank account (the bank counts its allowance per bank account): each
+            # unattended refresh locks them, a 429 blocks them. Without it each refresh reads the whole table.
+            models.Index(fields=["kind", "resource_id"], name="bankaccount_bank_account_idx"),
         ]
 
     def __str__(self) -> str:

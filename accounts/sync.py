@@ -26,11 +26,10 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db import transaction
-from django.db.models import Case, DateField, F, Q, Value, When
-from django.db.models.functions import Least
+from django.db import connection, transaction
 
 from accounts.models import AccountKind, BankAccount, Transaction, TransactionStatus
+from tpp_portal.rawsql import columns, instance, prepared, quoted, read, table
 from xs2a import models as bank_models
 from xs2a.client import Xs2aClient
 from xs2a.errors import UnexpectedResponseError, error_from_response
@@ -305,6 +304,49 @@ _COMPARED = (
 )
 
 
+def _move_cursor(*, account: BankAccount, window: SyncWindow, now: datetime, updates: dict[str, Any]) -> int:
+    """Set ``updates``, the cursor and the refresh time of the account row; the rows updated (0: it is gone).
+
+    The history start is judged on the row's current values: a read that joins the stored history (the cursor
+    at or after the read's first day) extends it to the earlier of the two starts, one after a gap starts anew.
+    """
+    to, start = quoted(BankAccount, "transactions_synced_to"), quoted(BankAccount, "transactions_synced_from")
+    date_from = prepared(BankAccount, "transactions_synced_from", window.date_from)
+    values = {**updates, "transactions_synced_to": window.date_to, "transactions_refreshed_at": now}
+    assignments = [f"{quoted(BankAccount, name)} = %s" for name in values]
+    params = [prepared(BankAccount, name, value) for name, value in values.items()]
+    # Evaluated on the row before this statement's assignments (SQL evaluates every right-hand side first).
+    assignments.append(
+        f"{start} = CASE WHEN {to} IS NOT NULL AND {start} IS NOT NULL AND {to} >= %s AND {start} < %s "
+        f"THEN {start} ELSE %s END"
+    )
+    params += [date_from, date_from, date_from, account.pk]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table(BankAccount)} SET {', '.join(assignments)} WHERE {quoted(BankAccount, 'id')} = %s",  # noqa: S608 - names from the model, values bound
+            params,
+        )
+        return cursor.rowcount
+
+
+_TRANSACTION_FIELDS = tuple(Transaction._meta.concrete_fields)
+
+
+def _stored(*, account: BankAccount, ids: set[str]) -> list[Transaction]:
+    """In one read: the account's rows the answer names, every pending row, and booked rows without an id."""
+    transaction_id, status = quoted(Transaction, "transaction_id"), quoted(Transaction, "status")
+    named = f"{transaction_id} IN ({', '.join(['%s'] * len(ids))}) OR " if ids else ""
+    rows = read(
+        _TRANSACTION_FIELDS,
+        f"SELECT {columns(Transaction, 't')} FROM {table(Transaction)} t "  # noqa: S608 - names from the model, values bound
+        f"WHERE t.{quoted(Transaction, 'account')} = %s "
+        f"AND ({named}{status} = %s OR ({status} = %s AND {transaction_id} = %s)) "
+        f"ORDER BY t.{quoted(Transaction, 'id')}",
+        [account.pk, *sorted(ids), TransactionStatus.PENDING, TransactionStatus.BOOKED, ""],
+    )
+    return [instance(Transaction, values) for values in rows]
+
+
 def _apply(row: Transaction, item: Item, now: datetime) -> bool:
     """Copy ``item`` onto ``row``; True when anything changed."""
     changed = False
@@ -338,36 +380,12 @@ def store_locked(
     items = list(items)
     # First, one statement locks the account row (so two syncs of one account do not interleave: the second
     # waits here, then reads what the first stored) and moves the cursor; it is rolled back with the rest when
-    # anything after it fails. The stored history stays contiguous: a read that joins it extends it (``joins``,
-    # judged on the row's current values), one after a gap starts anew.
-    joins = Q(
-        transactions_synced_to__isnull=False,
-        transactions_synced_from__isnull=False,
-        transactions_synced_to__gte=window.date_from,
-    )
-    date_from = Value(window.date_from, output_field=DateField())
-    moved = BankAccount.objects.filter(pk=account.pk).update(
-        **(updates or {}),
-        transactions_synced_to=window.date_to,
-        transactions_synced_from=Case(
-            When(joins, then=Least(F("transactions_synced_from"), date_from)),
-            default=date_from,
-            output_field=DateField(),
-        ),
-        transactions_refreshed_at=now,
-    )
+    # anything after it fails. The stored history stays contiguous (:func:`_move_cursor`).
+    moved = _move_cursor(account=account, window=window, now=now, updates=updates or {})
     if not moved:
         raise BankAccount.DoesNotExist(f"bank account {account.pk} is gone")
     ids = {i.transaction_id for i in items if i.transaction_id}
-    # One read: the rows the answer names, every pending row, and booked rows without an id.
-    rows = list(
-        Transaction.objects.filter(
-            Q(transaction_id__in=ids)
-            | Q(status=TransactionStatus.PENDING)
-            | Q(status=TransactionStatus.BOOKED, transaction_id=""),
-            account=account,
-        ).order_by("pk")
-    )
+    rows = _stored(account=account, ids=ids)
     by_id = {t.transaction_id: t for t in rows if t.transaction_id and t.transaction_id in ids}
     loose: dict[str, list[Transaction]] = defaultdict(list)  # pending rows, and booked rows without an id
     for row in rows:

@@ -1,9 +1,13 @@
-"""Reads on every account-information request, as single SQL statements (SQLite and PostgreSQL).
+"""Reads (and the one write) of every account-information request, as single SQL statements (SQLite and
+PostgreSQL).
 
 The ORM builds each query in Python for about half a millisecond on a small machine; the balance read, the
 simulator's benchmark, would spend most of its time there. These selectors fetch in one statement what the ORM
 needed four for (PSU, customer, agreement, latest consent and the clock offset), and return ordinary model
-instances, so callers do not know the difference. ``tests/bank_simulator`` run every path through them.
+instances, so callers do not know the difference. The unattended allowance (count and record) and the
+transaction listing (counts and pages) are here for the same reason: the portal's background refresh reads
+balances and transactions of thousands of accounts without the PSU. ``tests/bank_simulator`` run every path
+through them.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from bank_simulator.models import (
     PsuIdentity,
     SimulatorClock,
     Transaction,
+    UnattendedAccess,
 )
 
 _PSU = PsuIdentity._meta.db_table
@@ -38,6 +43,7 @@ _CONSENT_ACCOUNTS = Consent.accounts.through._meta.db_table
 _ACCOUNT = Account._meta.db_table
 _TRANSACTION = Transaction._meta.db_table
 _CLOCK = SimulatorClock._meta.db_table
+_UNATTENDED = UnattendedAccess._meta.db_table
 
 _SELECT = f"""
 SELECT p.id, p.psu_id, c.id, c.customer_id, c.customer_number, c.customer_type, c.name,
@@ -189,3 +195,86 @@ def balance_sums(*, account: Account, today: dt.date) -> BalanceSums:
         cursor.execute(_BALANCE_SQL, [day, day, account.pk, day])
         pending, booked_today, due = cursor.fetchone()
     return BalanceSums(_decimal(pending), _decimal(booked_today), int(due or 0))
+
+
+# --- the unattended allowance and the transaction listing --------------------------------------------------------
+
+_UNATTENDED_COUNT_SQL = f"""
+SELECT COUNT(*) FROM {_UNATTENDED} WHERE tpp_org_id = %s AND account_id = %s AND kind = %s AND at > %s
+"""  # noqa: S608 - fixed table names, bound values
+_UNATTENDED_INSERT_SQL = f"INSERT INTO {_UNATTENDED} (tpp_org_id, account_id, kind, at) VALUES (%s, %s, %s, %s)"  # noqa: S608 - fixed table names, bound values
+_DUE_SQL = f"""
+SELECT COUNT(*) FROM {_TRANSACTION}
+WHERE account_id = %s AND booking_status = '{BookingStatus.PENDING}' AND books_on <= %s
+"""  # noqa: S608 - fixed table names, bound values
+_TRANSACTION_COLUMNS = ", ".join(f.column for f in Transaction._meta.concrete_fields)
+_NEWEST_FIRST = "ORDER BY booking_date DESC, sequence DESC, id DESC"
+
+
+def unattended_count(*, tpp_org_id: str, account: Account, kind: str, since: dt.datetime) -> int:
+    """Requests of ``kind`` without the PSU by this TPP on ``account`` after ``since``."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _UNATTENDED_COUNT_SQL, [tpp_org_id, account.pk, kind, connection.ops.adapt_datetimefield_value(since)]
+        )
+        return cursor.fetchone()[0]
+
+
+def unattended_insert(*, tpp_org_id: str, account: Account, kind: str, at: dt.datetime) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _UNATTENDED_INSERT_SQL, [tpp_org_id, account.pk, kind, connection.ops.adapt_datetimefield_value(at)]
+        )
+
+
+def due_count(*, account: Account, today: dt.date) -> int:
+    """Pending items of ``account`` whose booking day has come (``services.transactions_settle_due`` books
+    them)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_DUE_SQL, [account.pk, connection.ops.adapt_datefield_value(today)])
+        return cursor.fetchone()[0]
+
+
+def _dated(date_from: dt.date | None, date_to: dt.date | None) -> tuple[str, list[Any]]:
+    sql, params = "", []
+    if date_from:
+        sql, params = sql + " AND booking_date >= %s", [*params, connection.ops.adapt_datefield_value(date_from)]
+    if date_to:
+        sql, params = sql + " AND booking_date <= %s", [*params, connection.ops.adapt_datefield_value(date_to)]
+    return sql, params
+
+
+def transaction_counts(*, account: Account, date_from: dt.date | None, date_to: dt.date | None) -> tuple[int, int]:
+    """(pending, booked) items of ``account`` booked (pending: reserved) within the dates, in one statement."""
+    dated, params = _dated(date_from, date_to)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT COALESCE(SUM(CASE WHEN booking_status = %s THEN 1 ELSE 0 END), 0), "  # noqa: S608 - fixed table names, bound values
+            f"COALESCE(SUM(CASE WHEN booking_status = %s THEN 1 ELSE 0 END), 0) "
+            f"FROM {_TRANSACTION} WHERE account_id = %s{dated}",
+            [BookingStatus.PENDING, BookingStatus.BOOKED, account.pk, *params],
+        )
+        pending, booked = cursor.fetchone()
+    return int(pending), int(booked)
+
+
+def transaction_rows(
+    *,
+    account: Account,
+    booking_status: str,
+    date_from: dt.date | None,
+    date_to: dt.date | None,
+    offset: int,
+    limit: int | None,
+) -> list[Transaction]:
+    """The items of one status, newest first (``selectors.transaction_page``'s order), ``limit`` from ``offset``
+    (every one when ``limit`` is None); model instances with the ORM's conversions (``Manager.raw``)."""
+    dated, params = _dated(date_from, date_to)
+    window = ""
+    if limit is not None:
+        window, params = " LIMIT %s OFFSET %s", [*params, limit, offset]
+    sql = (
+        f"SELECT {_TRANSACTION_COLUMNS} FROM {_TRANSACTION} "  # noqa: S608 - fixed table names, bound values
+        f"WHERE account_id = %s AND booking_status = %s{dated} {_NEWEST_FIRST}{window}"
+    )
+    return list(Transaction.objects.raw(sql, [account.pk, booking_status, *params]))

@@ -17,7 +17,6 @@ from bank_simulator.models import (
     PsuIdentity,
     TppSession,
     Transaction,
-    UnattendedAccess,
 )
 
 UNATTENDED_WINDOW = dt.timedelta(hours=24)
@@ -45,9 +44,9 @@ def consented_accounts(*, consent: Consent, kind: str) -> list[Account]:
 
 
 def unattended_count(*, tpp_org_id: str, account: Account, kind: str, now: dt.datetime) -> int:
-    return UnattendedAccess.objects.filter(
-        tpp_org_id=tpp_org_id, account=account, kind=kind, at__gt=now - UNATTENDED_WINDOW
-    ).count()
+    return hotpath.unattended_count(
+        tpp_org_id=tpp_org_id, account=account, kind=kind, since=now - UNATTENDED_WINDOW
+    )
 
 
 def agreements_usable_by(*, customer: Customer) -> list[Agreement]:
@@ -91,10 +90,6 @@ class TransactionPage:
     total: int  # items the filters match (what pagination counts)
 
 
-def _ordered(qs):  # newest first, stable
-    return qs.order_by("-booking_date", "-sequence", "-id")
-
-
 def transaction_page(
     *,
     account: Account,
@@ -110,32 +105,32 @@ def transaction_page(
     ``pending_unfiltered`` reproduces the production known issue (spec section 4): every pending item is
     returned whatever dateFrom, dateTo, limit and offset say, and pagination counts booked items only.
     """
-    base = Transaction.objects.filter(account=account)
-    if date_from:
-        base_dated = base.filter(booking_date__gte=date_from)
-    else:
-        base_dated = base
-    if date_to:
-        base_dated = base_dated.filter(booking_date__lte=date_to)
     want_booked = booking_status in {"booked", "both", "all"}
     want_pending = booking_status in {"pending", "both", "all"}
-    booked_qs = _ordered(base_dated.filter(booking_status=BookingStatus.BOOKED)) if want_booked else None
+    pending_count, booked_count = hotpath.transaction_counts(account=account, date_from=date_from, date_to=date_to)
+    booked_count = booked_count if want_booked else 0
+    pending_count = pending_count if want_pending else 0
+
+    def rows(status: str, start: int, count: int | None, dated: bool = True) -> list[Transaction]:
+        return hotpath.transaction_rows(
+            account=account,
+            booking_status=status,
+            date_from=date_from if dated else None,
+            date_to=date_to if dated else None,
+            offset=start,
+            limit=count,
+        )
+
     if want_pending and pending_unfiltered:
-        pending = list(_ordered(base.filter(booking_status=BookingStatus.PENDING)))
-        booked = list(booked_qs[offset : offset + limit]) if booked_qs is not None else []
-        total = booked_qs.count() if booked_qs is not None else 0
-        return TransactionPage(booked=booked, pending=pending, total=total)
-    pending_qs = _ordered(base_dated.filter(booking_status=BookingStatus.PENDING)) if want_pending else None
-    pending_count = pending_qs.count() if pending_qs is not None else 0
-    booked_count = booked_qs.count() if booked_qs is not None else 0
-    pending = (
-        list(pending_qs[offset : offset + limit]) if pending_qs is not None and offset < pending_count else []
-    )
+        pending = rows(BookingStatus.PENDING, 0, None, dated=False)
+        booked = rows(BookingStatus.BOOKED, offset, limit) if booked_count > offset else []
+        return TransactionPage(booked=booked, pending=pending, total=booked_count)
+    pending = rows(BookingStatus.PENDING, offset, limit) if offset < pending_count else []
     booked: list[Transaction] = []
     room = limit - len(pending)
-    if booked_qs is not None and room > 0:
-        start = max(0, offset - pending_count)
-        booked = list(booked_qs[start : start + room])
+    start = max(0, offset - pending_count)
+    if room > 0 and start < booked_count:
+        booked = rows(BookingStatus.BOOKED, start, room)
     return TransactionPage(booked=booked, pending=pending, total=pending_count + booked_count)
 
 

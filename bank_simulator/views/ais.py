@@ -192,7 +192,8 @@ def _transactions(api: ApiRequest, resource_id: str, kind: str) -> tuple[int, di
             )
         date_from = date_from or oldest
     _check_unattended(api, account, AccessKind.TRANSACTIONS)
-    services.transactions_settle_due(today=today, account=account)
+    if hotpath.due_count(account=account, today=today):  # pending items whose day has come book first
+        services.transactions_settle_due(today=today, account=account)
     page = selectors.transaction_page(
         account=account,
         booking_status=booking_status,

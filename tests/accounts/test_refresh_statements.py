@@ -1,0 +1,164 @@
+"""The background refresh's written-out statements (accounts.sync ``read``/``insert``, the claim, the ledger, the
+cursor): they read and write exactly what the ORM would, on SQLite and on PostgreSQL alike."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import transaction
+from django.utils import timezone
+
+from accounts import refresh, sync
+from accounts.models import (
+    BalanceSnapshot,
+    BankAccount,
+    BankConnection,
+    RefreshCall,
+    RefreshKind,
+    Transaction,
+    TransactionStatus,
+)
+from tests.accounts.bank_factories import BankAccountFactory
+from tpp_portal import rawsql
+
+
+def _values(instance) -> dict:
+    return {f.attname: getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields}
+
+
+def test_the_claim_reads_every_account_on_the_bank_account_with_its_connection_as_the_orm_does(alice, bob):
+    now = timezone.now().replace(microsecond=123456)
+    mine = BankAccountFactory(
+        connection__user=alice,
+        connection__psu_corporate_id="corporate-77",
+        resource_id="shared!!res=",
+        transactions_synced_to=date(2026, 3, 1),
+        transactions_synced_from=date(2025, 12, 1),
+        refresh_blocked_until=now,
+        balances_refreshed_at=now - timedelta(hours=1),
+    )
+    theirs = BankAccountFactory(connection__user=bob, resource_id="shared!!res=")
+    BankAccountFactory(connection__user=alice, resource_id="another")  # another bank account: not claimed
+    BankAccountFactory(connection__user=bob, resource_id="shared!!res=", kind="card")  # another kind
+
+    with transaction.atomic():
+        locked = refresh._locked_with_connections(mine.pk)
+
+    assert [a.pk for a in locked] == sorted([mine.pk, theirs.pk])
+    for account in locked:
+        stored = BankAccount.objects.select_related("connection").get(pk=account.pk)
+        assert _values(account) == _values(stored)
+        assert _values(account.connection) == _values(stored.connection)
+        assert account.connection.psu_id == stored.connection.psu_id != ""  # decrypted, as the ORM gives it
+        assert not account._state.adding
+    claimed = next(a for a in locked if a.pk == mine.pk)
+    assert claimed.connection.psu_corporate_id == "corporate-77"
+    assert claimed.refresh_blocked_until == now and claimed.refresh_blocked_until.tzinfo is not None
+    assert claimed.transactions_synced_to == date(2026, 3, 1)
+
+
+def test_the_claim_of_an_account_that_is_gone_reads_nothing(db):
+    with transaction.atomic():
+        assert refresh._locked_with_connections(987_654) == []
+
+
+def test_the_ledger_rows_written_out_read_back_through_the_orm(alice):
+    account = BankAccountFactory(connection__user=alice)
+    at = timezone.now().replace(microsecond=654321)
+    refresh.reserve(account=account, kinds=(RefreshKind.BALANCES, RefreshKind.TRANSACTIONS), now=at)
+
+    rows = list(
+        RefreshCall.objects.order_by("kind").values_list("account_id", "resource_key", "kind", "reserved_at")
+    )
+    key = RefreshCall.key_for(account)
+    assert rows == [(account.pk, key, "balances", at), (account.pk, key, "transactions", at)]
+    # ... and the ledger's own read sees them: the planned refresh at ``at`` is done.
+    with pytest.raises(refresh.RefreshRefused, match="already done"):
+        refresh.reserve(account=account, kinds=(RefreshKind.BALANCES,), now=at, not_since=at)
+
+
+def test_snapshots_written_out_read_back_as_the_orm_writes_them(alice):
+    mine, orm = BankAccountFactory(connection__user=alice), BankAccountFactory(connection__user=alice)
+    at = timezone.now()
+    values = [
+        ("closingBooked", Decimal("-12345678.9012"), "NOK", date(2026, 11, 22), at),
+        ("expected", Decimal("0.1"), "NOK", None, at),
+    ]
+    names = ("account_id", "balance_type", "amount", "currency", "reference_date", "fetched_at")
+    rawsql.insert(BalanceSnapshot, names, [(mine.pk, *row) for row in values])
+    BalanceSnapshot.objects.bulk_create(
+        BalanceSnapshot(**dict(zip(names, (orm.pk, *row), strict=True))) for row in values
+    )
+    rawsql.insert(BalanceSnapshot, ("account_id",), [])  # nothing to write: no statement, no error
+
+    def read(account):
+        return [
+            (r.balance_type, r.amount, r.reference_date, r.fetched_at)
+            for r in BalanceSnapshot.objects.filter(account=account).order_by("balance_type")
+        ]
+
+    assert read(mine) == read(orm) == [row[:2] + row[3:] for row in values]
+
+
+def test_the_stored_rows_are_read_as_the_orm_reads_them(alice):
+    account = BankAccountFactory(connection__user=alice)
+    other = BankAccountFactory(connection__user=alice)
+    now = timezone.now()
+    common = {"currency": "NOK", "first_seen_at": now, "updated_at": now, "fingerprint": "f" * 64}
+    named = Transaction.objects.create(
+        account=account,
+        transaction_id="B1",
+        status=TransactionStatus.BOOKED,
+        booking_date=date(2026, 11, 2),
+        amount=Decimal("-10.12345"),
+        raw={"transactionId": "B1", "amount": "-10.12345", "nested": {"æøå": [1, 2]}},
+        **common,
+    )
+    pending = Transaction.objects.create(
+        account=account, status=TransactionStatus.PENDING, amount=Decimal("5"), transaction_id="P9", **common
+    )
+    without_id = Transaction.objects.create(
+        account=account, status=TransactionStatus.BOOKED, amount=Decimal("7.5"), transaction_id="", **common
+    )
+    Transaction.objects.create(  # booked, not named by the answer: not read
+        account=account, status=TransactionStatus.BOOKED, amount=Decimal("1"), transaction_id="B2", **common
+    )
+    Transaction.objects.create(  # another account's pending row: not read
+        account=other, status=TransactionStatus.PENDING, amount=Decimal("1"), transaction_id="P1", **common
+    )
+
+    rows = sync._stored(account=account, ids={"B1", "unknown"})
+
+    assert [r.pk for r in rows] == [named.pk, pending.pk, without_id.pk]
+    for row in rows:
+        assert _values(row) == _values(Transaction.objects.get(pk=row.pk))
+    assert rows[0].raw["nested"] == {"æøå": [1, 2]} and rows[0].amount == Decimal("-10.12345")
+    assert [r.pk for r in sync._stored(account=account, ids=set())] == [pending.pk, without_id.pk]
+
+
+@pytest.mark.parametrize(
+    ("synced", "read_from", "expected_from"),
+    [
+        (None, date(2026, 8, 1), date(2026, 8, 1)),  # first sync: the history starts at the read
+        ((date(2026, 5, 1), date(2026, 10, 1)), date(2026, 9, 20), date(2026, 5, 1)),  # joins: keeps its start
+        ((date(2026, 9, 25), date(2026, 10, 1)), date(2026, 9, 20), date(2026, 9, 20)),  # joins, reaches back
+        ((date(2026, 5, 1), date(2026, 7, 1)), date(2026, 8, 1), date(2026, 8, 1)),  # after a gap: starts anew
+    ],
+)
+def test_the_cursor_statement_keeps_the_stored_history_contiguous(alice, synced, read_from, expected_from):
+    start, to = synced or (None, None)
+    account = BankAccountFactory(connection__user=alice, transactions_synced_from=start, transactions_synced_to=to)
+    now = timezone.now()
+    window = sync.SyncWindow(date_from=read_from, date_to=date(2026, 11, 23))
+
+    with transaction.atomic():
+        moved = sync._move_cursor(account=account, window=window, now=now, updates={"balances_refreshed_at": now})
+
+    assert moved == 1
+    account.refresh_from_db()
+    assert account.transactions_synced_from == expected_from
+    assert account.transactions_synced_to == date(2026, 11, 23)
+    assert account.transactions_refreshed_at == now == account.balances_refreshed_at
+    assert BankConnection.objects.count() == 1  # nothing else written
