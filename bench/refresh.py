@@ -66,7 +66,7 @@ def _bare_client():
     return Xs2aClient(client_config())  # no audit hook: set-up and baseline calls leave no BankCall rows
 
 
-def _bank_setup(count: int, rng: random.Random) -> list[tuple[str, list[str]]]:
+def bank_accounts_setup(count: int, rng: random.Random) -> list[tuple[str, list[str]]]:
     """Customers and accounts at the bank, a consent for each customer; [(psu_id, [resource ids])]."""
     client = _bare_client()
     customers = []
@@ -128,7 +128,7 @@ def _psu_id(client, identity: str) -> str:
     return re.search(r"psu-id=([0-9a-f-]{36})", done.headers["Location"]).group(1)
 
 
-def _portal_setup(consents: list[tuple[str, list[str]]]) -> list[int]:
+def portal_accounts_setup(consents: list[tuple[str, list[str]]]) -> list[int]:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
@@ -294,9 +294,9 @@ def main(argv: list[str] | None = None) -> None:
             from tpp_portal.models import BankCall
 
             started = time.perf_counter()
-            consents = _bank_setup(args.accounts, rng)
+            consents = bank_accounts_setup(args.accounts, rng)
             bank_setup = time.perf_counter() - started
-            ids = _portal_setup(consents)
+            ids = portal_accounts_setup(consents)
             print(
                 f"set-up: {len(ids)} accounts of {len(consents)} customers at the bank and in the portal "
                 f"in {time.perf_counter() - started:.1f} s (bank {bank_setup:.1f} s)",

@@ -2,7 +2,8 @@
 
 Each simulated user signs in with one of the accounts in ``LOAD_USERS`` (comma-separated usernames, password
 ``LOAD_PASSWORD``), then browses its accounts and the start page and now and then submits a payment through the
-real pages: the form, the review, the one submission (the bank is called once). Every payment has an amount of
+real pages: the form, the review (with the password typed again when the portal asks for it), the one submission
+(the bank is called once). Every payment has an amount of
 its own (the bank refuses a logical duplicate: same debtor, creditor, amount and day).
 """
 
@@ -82,10 +83,21 @@ class PortalUser(HttpUser):
                 draft.failure(f"payment form: {draft.status_code} {_errors(draft.text)}")
                 return
         review_url = draft.headers["Location"]
-        review = self.client.get(review_url, name="payment review")
-        key = re.search(r'name="idempotency_key" value="([^"]+)"', review.text)
-        if key is None:
-            return
+        with self.client.get(review_url, name="payment review", catch_response=True) as shown:
+            review = shown
+            if "/auth/confirm-password/" in shown.url:
+                # Every payment after the first asks for the password again (accounts.security): typed, as a
+                # user would, and the portal returns to the review.
+                review = self.client.post(
+                    shown.url,
+                    data={"csrfmiddlewaretoken": _csrf(shown.text), "password": _PASSWORD},
+                    headers={"Referer": shown.url},
+                    name="password again",
+                )
+            key = re.search(r'name="idempotency_key" value="([^"]+)"', review.text)
+            if key is None:
+                shown.failure(f"payment review: no submit form ({review.status_code} {review.url})")
+                return
         with self.client.post(
             review_url,
             data={"csrfmiddlewaretoken": _csrf(review.text), "idempotency_key": key.group(1)},
