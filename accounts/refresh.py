@@ -47,10 +47,9 @@ from accounts.models import (
     RefreshCall,
     RefreshKind,
 )
-from accounts.services import _ais_psu, _bank_problem
+from accounts.services import _ais_psu, _bank_problem, balance_snapshots
 from tpp_portal import rawsql
 from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client, client_config, record_bank_call
-from xs2a import models as bank_models
 from xs2a.client import RetryPolicy, Xs2aClient
 from xs2a.errors import AccessExceededError, ConsentError, ScaRequiredError, Xs2aError
 from xs2a.psu import PsuContext
@@ -327,24 +326,6 @@ def _not_refreshable(account: BankAccount | None, *, now: datetime, unattended: 
     return None
 
 
-def _snapshots(account: BankAccount, answer: bank_models.AccountBalances, now: datetime) -> list[BalanceSnapshot]:
-    """The balance snapshots of one answer: one row per balance type (the unique constraint)."""
-    rows: dict[str, BalanceSnapshot] = {}
-    for balance in answer.balances:
-        rows.setdefault(
-            balance.balance_type,
-            BalanceSnapshot(
-                account=account,
-                balance_type=balance.balance_type[:40],
-                amount=balance.balance_amount.amount,
-                currency=balance.balance_amount.currency[:3],
-                reference_date=balance.reference_date,
-                fetched_at=now,
-            ),
-        )
-    return list(rows.values())
-
-
 _SNAPSHOT_FIELDS = ("account_id", "balance_type", "amount", "currency", "reference_date", "fetched_at")
 
 
@@ -423,7 +404,7 @@ def _refresh(
                     BankAccount.objects.filter(pk=account.pk).update(**updates)
                     account.balances_refreshed_at = stored_at
                 if answer is not None:
-                    snapshots = _snapshots(account, answer, stored_at)
+                    snapshots = balance_snapshots(account, answer, stored_at)
                     rawsql.insert(
                         BalanceSnapshot,
                         _SNAPSHOT_FIELDS,

@@ -480,6 +480,26 @@ def _card_fields(card: bank_models.CardAccount) -> dict[str, Any]:
     }
 
 
+def balance_snapshots(
+    account: BankAccount, answer: bank_models.AccountBalances, now: datetime
+) -> list[BalanceSnapshot]:
+    """The balance snapshots of one answer: one row per balance type (the unique constraint)."""
+    rows: dict[str, BalanceSnapshot] = {}
+    for balance in answer.balances:
+        rows.setdefault(
+            balance.balance_type,
+            BalanceSnapshot(
+                account=account,
+                balance_type=balance.balance_type[:40],
+                amount=balance.balance_amount.amount,
+                currency=balance.balance_amount.currency[:3],
+                reference_date=balance.reference_date,
+                fetched_at=now,
+            ),
+        )
+    return list(rows.values())
+
+
 def _balances_store(
     accounts: dict[tuple[str, str], BankAccount],
     balances: dict[tuple[str, str], bank_models.AccountBalances],
@@ -491,21 +511,7 @@ def _balances_store(
         answer = balances.get(key)
         if answer is None:
             continue
-        seen: set[str] = set()
-        for balance in answer.balances:
-            if balance.balance_type in seen:  # one row per type and fetch (the unique constraint)
-                continue
-            seen.add(balance.balance_type)
-            snapshots.append(
-                BalanceSnapshot(
-                    account=account,
-                    balance_type=balance.balance_type[:40],
-                    amount=balance.balance_amount.amount,
-                    currency=balance.balance_amount.currency[:3],
-                    reference_date=balance.reference_date,
-                    fetched_at=now,
-                )
-            )
+        snapshots += balance_snapshots(account, answer, now)
         account.balances_refreshed_at = now
     BalanceSnapshot.objects.bulk_create(snapshots)
     BankAccount.objects.filter(pk__in=[a.pk for a in accounts.values()]).update(balances_refreshed_at=now)

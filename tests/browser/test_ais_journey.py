@@ -155,7 +155,7 @@ CHARTS_PAGE = """<!DOCTYPE html><html lang="en"><body>
 
 
 def test_charts_js_draws_lines_with_gaps_bars_and_empty_states(page):
-    from tests.browser.conftest import ROOT
+    from tests.browser.fixtures import ROOT
 
     page.set_content(CHARTS_PAGE)
     page.add_script_tag(path=str(ROOT / "static" / "js" / "charts.js"))

@@ -19,6 +19,7 @@ import pytest
 
 from payments.models import Payment, PaymentEvent, PaymentEventKind
 from payments.polling import payment_poll
+from tests.browser.problems import portal_problems
 from tests.live_bank import live_bank, live_bank_server  # noqa: F401 - the fixtures
 from tests.payments.journeys import CORPORATE_2, PRIVATE_2, run_batches
 
@@ -48,21 +49,6 @@ def portal(live_bank, live_server, settings):  # noqa: F811
     yield live_server.url
     app.conf.task_always_eager = eager
     bank_client.cache_clear()
-
-
-def _watch_problems(page, portal: str) -> list[str]:
-    """Console and script errors on the portal's pages, with where they came from. The bank's SCA screens are
-    not the portal's: the sandbox bank serves no favicon there, which chromium reports as an error."""
-    problems: list[str] = []
-
-    def console(message) -> None:
-        where = (message.location or {}).get("url", "")
-        if message.type == "error" and where.startswith(portal):
-            problems.append(f"{message.text} at {where}")
-
-    page.on("console", console)
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    return problems
 
 
 def _shot(page, artifacts_dir, name: str) -> None:
@@ -172,7 +158,7 @@ def _settle_while_watching(page, payment: Payment, artifacts_dir, name: str) -> 
 
 
 def test_cross_border_payment_to_germany_reaches_acsc(page, portal, artifacts_dir, django_user_model):
-    problems = _watch_problems(page, portal)
+    problems = portal_problems(page, portal)
     _sign_in(page, portal, "payer@example.com", django_user_model)
     _connect(page, portal, identity=PRIVATE_2, context="PRIVATE")
 
@@ -200,7 +186,7 @@ def test_cross_border_payment_to_germany_reaches_acsc(page, portal, artifacts_di
 def test_two_signer_corporate_payment_reaches_acsc(browser, portal, artifacts_dir, django_user_model):
     first = browser.new_context(locale="en-GB").new_page()
     second = browser.new_context(locale="en-GB").new_page()
-    problems_first, problems_second = _watch_problems(first, portal), _watch_problems(second, portal)
+    problems_first, problems_second = portal_problems(first, portal), portal_problems(second, portal)
 
     _sign_in(first, portal, "finance@havbruk.example", django_user_model)
     _connect(first, portal, identity=PRIVATE_2, context="CORPORATE")

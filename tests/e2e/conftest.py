@@ -11,7 +11,7 @@ Every test here is marked ``browser``, ``live_bank`` and ``product``. Screenshot
 ``test-artifacts/screenshots/e2e/`` (``TEST_ARTIFACTS_DIR`` overrides the root), kept as CI artefacts.
 
 Fixtures: ``product`` (session, a :class:`tests.product.Product`), ``browser`` (session) and ``page`` (per test,
-``page.problems`` collects console errors and page errors), the last two from tests/browser/conftest.py.
+``page.problems`` collects console errors and page errors), the last two from tests/browser/fixtures.py.
 
 Helpers (stable signatures; keyword-only after the first arguments):
 
@@ -53,17 +53,12 @@ from typing import Any
 
 import pytest
 
-from tests.browser import conftest as browser_fixtures
 from tests.browser.axe import axe_violations, describe
+from tests.browser.fixtures import ROOT
+from tests.browser.problems import portal_problems
 from tests.product import Product, wait_until, whole_product
 
-# The browser fixtures of tests/browser/conftest.py (one chromium per session, a fresh page per test), shared.
-browser = browser_fixtures.browser
-page = browser_fixtures.page
-
-ARTIFACTS = (
-    Path(os.environ.get("TEST_ARTIFACTS_DIR", browser_fixtures.ROOT / "test-artifacts")) / "screenshots" / "e2e"
-)
+ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS_DIR", ROOT / "test-artifacts")) / "screenshots" / "e2e"
 E2E_DIR = Path(__file__).resolve().parent
 MARKS = ("browser", "live_bank", "product")
 
@@ -134,29 +129,16 @@ def axe_check(page) -> None:
 
 
 def watch(page, product: Product) -> list[str]:
-    """From now on, collect the portal's failures on this page: responses of 400 or more from the portal, console
-    errors of its pages (CSP violations included) and script errors. The bank's own pages are not the portal's
-    (the sandbox bank serves no favicon, for one). Returns the list, filled as the page goes on."""
-    found: list[str] = []
-
-    def ours(url: str) -> bool:
-        return url.startswith(product.portal_url)
+    """From now on, collect the portal's failures on this page: responses of 400 or more from the portal, and
+    what ``portal_problems`` collects (console errors of its pages, CSP violations included, and script errors).
+    Returns the list, filled as the page goes on."""
+    found = portal_problems(page, product.portal_url)
 
     def on_response(response) -> None:
-        if response.status >= 400 and ours(response.url):
+        if response.status >= 400 and response.url.startswith(product.portal_url):
             found.append(f"{response.status} {response.url}")
 
-    def on_console(message) -> None:
-        if message.type == "error" and ours(message.location["url"]):
-            found.append(f"{message.text} ({message.location['url']})")
-
-    def on_page_error(error) -> None:
-        if ours(page.url):
-            found.append(str(error))
-
     page.on("response", on_response)
-    page.on("console", on_console)
-    page.on("pageerror", on_page_error)
     return found
 
 

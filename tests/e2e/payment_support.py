@@ -29,20 +29,6 @@ GERMAN_CREDITOR = {
 }
 
 
-def watch_problems(page, portal_url: str) -> list[str]:
-    """Console and script errors of the portal's pages (the bank's SCA screens are not the portal's)."""
-    problems: list[str] = []
-
-    def console(message) -> None:
-        where = (message.location or {}).get("url", "")
-        if message.type == "error" and where.startswith(portal_url):
-            problems.append(f"{message.text} at {where}")
-
-    page.on("console", console)
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    return problems
-
-
 def fill(page, values: dict[str, str]) -> None:
     """Type each value into the form control of that name (a select by its option value)."""
     for name, value in values.items():

@@ -27,6 +27,7 @@ from decimal import Decimal
 
 import pytest
 
+from tests.browser.problems import portal_problems
 from tests.e2e.conftest import axe_check, connect_bank, create_user, shot, sign_in
 from tests.e2e.payment_support import (
     CORPORATE_2,
@@ -47,7 +48,6 @@ from tests.e2e.payment_support import (
     send_to_bank,
     settle_while_watching,
     wait_for_shown_status,
-    watch_problems,
 )
 
 pytestmark = [pytest.mark.timeout(300)]
@@ -88,7 +88,7 @@ def _approved(page, product, *, identity: str, agreement: str, step) -> int:
 
 def test_payment_below_100000_nok_needs_no_reporting_and_settles(page, product):
     step = _journey_shot(page, "small")
-    problems = watch_problems(page, product.portal_url)
+    problems = portal_problems(page, product.portal_url)
     _payer(page, product, "small@payer.example", identity=PRIVATE_1)
 
     page.goto(f"{product.portal_url}/payments/new/")
@@ -127,7 +127,7 @@ def test_payment_below_100000_nok_needs_no_reporting_and_settles(page, product):
 
 def test_payment_of_150000_nok_to_germany_asks_for_reporting_and_settles(page, product):
     step = _journey_shot(page, "germany")
-    problems = watch_problems(page, product.portal_url)
+    problems = portal_problems(page, product.portal_url)
     _payer(page, product, "large@payer.example", identity=PRIVATE_2)
 
     page.goto(f"{product.portal_url}/payments/new/")
@@ -183,7 +183,7 @@ def _kept_connections(product, email: str) -> list[tuple]:
 
 def test_single_sca_with_the_national_identity_number_keeps_the_psu_id(page, product):
     step = _journey_shot(page, "single-sca")
-    problems = watch_problems(page, product.portal_url)
+    problems = portal_problems(page, product.portal_url)
     email = "single@payer.example"
     _payer(page, product, email, identity=None)
     iban = _brukskonto_iban(product)
@@ -228,8 +228,8 @@ def test_two_signer_corporate_payment_reaches_acsc(browser, product):
     first = browser.new_context(locale="en-GB").new_page()
     second = browser.new_context(locale="en-GB").new_page()
     problems_first, problems_second = (
-        watch_problems(first, product.portal_url),
-        watch_problems(second, product.portal_url),
+        portal_problems(first, product.portal_url),
+        portal_problems(second, product.portal_url),
     )
     step_first, step_second = _journey_shot(first, "corporate-first"), _journey_shot(second, "corporate-second")
     try:
@@ -309,7 +309,7 @@ def _csv_download(page) -> list[dict[str, str]]:
 
 def test_cancellation_before_the_batch_then_the_list_filter_and_csv(page, product):
     step = _journey_shot(page, "cancel")
-    problems = watch_problems(page, product.portal_url)
+    problems = portal_problems(page, product.portal_url)
     _payer(page, product, "cancel@payer.example", identity=PRIVATE_1)
 
     page.goto(f"{product.portal_url}/payments/new/")

@@ -1,6 +1,10 @@
-"""Browser tests: Debian's chromium driven by Playwright (never a browser Playwright downloads itself).
+"""The browser fixtures of every browser test (tests/browser, tests/e2e): Debian's chromium driven by Playwright
+(never a browser Playwright downloads itself).
 
-Screenshots go to ``test-artifacts/screenshots/`` (``TEST_ARTIFACTS_DIR`` overrides), kept as CI artefacts.
+A plugin of the root conftest (``pytest_plugins``), not a conftest of its own: the fixtures are then registered
+once, so the browser tests and the end-to-end suite of one session share one Playwright (a second sync
+Playwright in the same thread refuses to start). Screenshots go to ``test-artifacts/screenshots/``
+(``TEST_ARTIFACTS_DIR`` overrides), kept as CI artefacts.
 """
 
 from __future__ import annotations
@@ -11,10 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-# Playwright's sync API runs an event loop in this thread; the live server and the ORM calls of the test itself
-# are ordinary synchronous code, so Django's async-safety guard must not trip on that loop.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -48,6 +48,9 @@ def browser() -> Iterator:
     """One chromium per session; Playwright gives it a fresh, empty profile directory."""
     from playwright.sync_api import sync_playwright
 
+    # Playwright's sync API runs an event loop in this thread; the live server and the ORM calls of the tests
+    # are ordinary synchronous code, so Django's async-safety guard must not trip on that loop.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_playwright() as playwright:
         instance = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
         yield instance
