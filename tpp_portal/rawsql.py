@@ -77,7 +77,7 @@ def instance(model: type[Model], values: list[Any]) -> Any:
 
 def prepared(model: type[Model], name: str, value: Any) -> Any:
     """``value`` of ``model``'s field ``name`` as a statement parameter (as the ORM sends it)."""
-    return model._meta.get_field(name).get_db_prep_save(value, connection)
+    return model._meta.get_field(name).get_db_prep_save(value, connections[DEFAULT_DB_ALIAS])
 
 
 def insert(model: type[Model], names: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
@@ -86,10 +86,11 @@ def insert(model: type[Model], names: tuple[str, ...], rows: list[tuple[Any, ...
         return
     fields = [model._meta.get_field(name) for name in names]
     placeholders = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    params = [f.get_db_prep_save(value, connection) for row in rows for f, value in zip(fields, row, strict=True)]
-    with connection.cursor() as cursor:
+    wrapper = connections[DEFAULT_DB_ALIAS]  # this thread's, looked up once (``connection`` is a proxy to it)
+    params = [f.get_db_prep_save(value, wrapper) for row in rows for f, value in zip(fields, row, strict=True)]
+    with wrapper.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {table(model)} ({', '.join(connection.ops.quote_name(f.column) for f in fields)}) "  # noqa: S608 - names from the model, values bound
+            f"INSERT INTO {table(model)} ({', '.join(wrapper.ops.quote_name(f.column) for f in fields)}) "  # noqa: S608 - names from the model, values bound
             f"VALUES {', '.join([placeholders] * len(rows))}",
             params,
         )
