@@ -1,5 +1,5 @@
 """The end-to-end browser suite: Debian's chromium (Playwright) walks the user journeys against the running
-product, started once per session as separate processes by tests/product.py: the sandbox bank, the fault proxy
+product, started once for the suite as separate processes by tests/product.py: the sandbox bank, the fault proxy
 in front of it, the portal under gunicorn, a Celery worker and a Celery beat. Nothing runs in-process.
 
 The portal's processes use ``tests.e2e.settings`` (the product's settings with faster beat clocks and the bank's
@@ -10,7 +10,7 @@ to files (``filemail``) in ``<product directory>/mail``, read by :func:`mail_lin
 Every test here is marked ``browser``, ``live_bank`` and ``product``. Screenshots go to
 ``test-artifacts/screenshots/e2e/`` (``TEST_ARTIFACTS_DIR`` overrides the root), kept as CI artefacts.
 
-Fixtures: ``product`` (session, a :class:`tests.product.Product`), ``browser`` (session) and ``page`` (per test,
+Fixtures: ``product`` (package, a :class:`tests.product.Product`), ``browser`` (session) and ``page`` (per test,
 ``page.problems`` collects console errors and page errors), the last two from tests/browser/fixtures.py.
 
 Helpers (stable signatures; keyword-only after the first arguments):
@@ -93,9 +93,11 @@ def pytest_collection_modifyitems(items):
                 item.add_marker(getattr(pytest.mark, name))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def product(tmp_path_factory) -> Iterator[Product]:
-    """The whole product as processes, once for the session."""
+    """The whole product as processes, once for this suite (the tests/e2e package). Stopped after the suite's
+    last test, not at the end of the session: its worker shares the broker (``REDIS_URL``) with the tests that
+    follow and must not consume their tasks."""
     directory = tmp_path_factory.mktemp("e2e-product")
     (directory / "mail").mkdir()
     extra_env = {
