@@ -1,11 +1,14 @@
 """The dependency audit, offline: requirements.lock against the advisory snapshot in security/advisories/.
 
 ``make advisories`` (needs PyPI) runs pip-audit over requirements.lock and saves its JSON answer as
-``security/advisories/pip-audit.json``. This test reaches nothing outside the machine; it fails when
+``security/advisories/pip-audit.json``; where PyPI's advisory API is unreachable the same JSON is written from a
+copy of the PyPA advisory database (``security/advisories/SOURCE.md`` says which). This test reaches nothing
+outside the machine; it fails when
 - the lock pins a package or version the snapshot has not audited (the lock changed: run ``make advisories``);
 - the snapshot records a known vulnerability of a pinned version that ``accepted.toml`` does not accept, with a
   reason and an end date, or whose acceptance has expired;
-- the snapshot could not audit some packages and ``accepted.toml`` does not say why (``[unaudited]``).
+- the snapshot could not audit some packages and ``accepted.toml`` does not name them under ``[unaudited]``, with
+  a reason and an end date; or names there a package the snapshot did audit (the acceptance must stay narrow).
 """
 
 from __future__ import annotations
@@ -18,6 +21,10 @@ from pathlib import Path
 
 import pytest
 from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from devtools.advisories import affects, in_ranges
+from devtools.advisories import audit as offline_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 ADVISORIES = ROOT / "security" / "advisories"
@@ -73,12 +80,20 @@ def audit(lock: dict[str, str], audited: dict[str, dict], accepted: dict, today:
             elif date.fromisoformat(str(match["until"])) < today:
                 problems.append(f"{name}: the acceptance of {vuln['id']} ended on {match['until']}")
     unaudited = sorted(name for name, entry in audited.items() if entry["unaudited"] and name in lock)
+    reason = accepted.get("unaudited", {})
+    listed = {canonicalize_name(name) for name in reason.get("packages", [])}
     if unaudited:
-        reason = accepted.get("unaudited", {})
+        unlisted = [name for name in unaudited if name not in listed]
         if not reason.get("reason") or not reason.get("until"):
             problems.append(f"not audited, and accepted.toml gives no [unaudited] reason: {', '.join(unaudited)}")
         elif date.fromisoformat(str(reason["until"])) < today:
             problems.append(f"the acceptance of unaudited packages ended on {reason['until']}: {len(unaudited)}")
+        elif unlisted:
+            problems.append(f"not audited, and not in accepted.toml's [unaudited] packages: {', '.join(unlisted)}")
+    # An acceptance wider than the gap would let a package that stops being audited pass unnoticed.
+    covered = sorted(name for name in listed if name in audited and not audited[name]["unaudited"])
+    if covered:
+        problems.append(f"accepted.toml's [unaudited] names audited packages, remove them: {', '.join(covered)}")
     return problems
 
 
@@ -130,9 +145,21 @@ def test_unaudited_packages_need_a_stated_reason():
     assert audit({"amqp": "5.4.2"}, audited, {}, TODAY) == [
         "not audited, and accepted.toml gives no [unaudited] reason: amqp"
     ]
-    reason = {"unaudited": {"reason": "offline", "until": "2026-12-31"}}
+    reason = {"unaudited": {"packages": ["AMQP"], "reason": "offline", "until": "2026-12-31"}}
     assert audit({"amqp": "5.4.2"}, audited, reason, TODAY) == []
     assert audit({"amqp": "5.4.2"}, audited, reason, date(2027, 1, 1)) != []
+    other = {"unaudited": {"packages": ["django"], "reason": "offline", "until": "2026-12-31"}}
+    assert audit({"amqp": "5.4.2"}, audited, other, TODAY) == [
+        "not audited, and not in accepted.toml's [unaudited] packages: amqp"
+    ]
+
+
+def test_the_unaudited_acceptance_names_no_audited_package():
+    audited = _snapshot({"name": "amqp", "version": "5.4.2", "vulns": []})
+    reason = {"unaudited": {"packages": ["amqp"], "reason": "offline", "until": "2026-12-31"}}
+    assert audit({"amqp": "5.4.2"}, audited, reason, TODAY) == [
+        "accepted.toml's [unaudited] names audited packages, remove them: amqp"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -141,3 +168,52 @@ def test_unaudited_packages_need_a_stated_reason():
 )
 def test_lock_lines(line, expected):
     assert locked(line) == expected
+
+
+# --- the offline path: devtools.advisories, on a made-up copy of the PyPA database -------------------------------
+
+ADVISORY = """
+id: PYSEC-2023-212
+aliases: [CVE-2023-45803]
+details: redirect keeps the body
+affected:
+- package: {name: urllib3, ecosystem: PyPI}
+  ranges:
+  - type: GIT
+    events: [{introduced: "0"}, {fixed: 4e98d57809dacab1cbe625fddeec1a290c478ea9}]
+  - type: ECOSYSTEM
+    events: [{introduced: 2.0.0}, {fixed: 2.0.7}, {introduced: "0"}, {fixed: 1.26.18}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [("1.26.17", True), ("1.26.18", False), ("2.0.0", True), ("2.0.6", True), ("2.0.7", False), ("2.8.0", False)],
+)
+def test_a_range_of_unsorted_pairs(version, expected):
+    events = [{"introduced": "2.0.0"}, {"fixed": "2.0.7"}, {"introduced": "0"}, {"fixed": "1.26.18"}]
+    assert in_ranges(Version(version), events) is expected
+
+
+def test_open_and_last_affected_ranges():
+    assert in_ranges(Version("99.0"), [{"introduced": "0"}])
+    assert in_ranges(Version("4.0.1"), [{"introduced": "4.0"}, {"last_affected": "4.0.1"}])
+    assert not in_ranges(Version("4.0.2"), [{"introduced": "4.0"}, {"last_affected": "4.0.1"}])
+
+
+def test_withdrawn_advisories_and_listed_versions():
+    advisory = {"affected": [{"package": {"name": "Redis"}, "versions": ["4.5.5"], "ranges": []}]}
+    assert affects(advisory, name="redis", version="4.5.5")
+    assert not affects(advisory, name="redis", version="4.5.6")
+    assert not affects(advisory, name="flask", version="4.5.5")
+    assert not affects({**advisory, "withdrawn": "2023-06-06T10:37:00Z"}, name="redis", version="4.5.5")
+
+
+def test_the_offline_snapshot_fails_the_audit_like_pip_audits(tmp_path):
+    (tmp_path / "vulns" / "urllib3").mkdir(parents=True)
+    (tmp_path / "vulns" / "urllib3" / "PYSEC-2023-212.yaml").write_text(ADVISORY)
+    data = offline_audit(database=tmp_path, lock_text="urllib3==2.0.6 \\\nidna==3.20 \\\n")
+    assert data["dependencies"][0]["vulns"][0]["fix_versions"] == ["1.26.18", "2.0.7"]
+    assert data["dependencies"][1] == {"name": "idna", "version": "3.20", "vulns": []}
+    lock = {"urllib3": "2.0.6", "idna": "3.20"}
+    assert audit(lock, snapshot(data), {}, TODAY) == ["urllib3==2.0.6: PYSEC-2023-212 (fixed in 1.26.18, 2.0.7)"]
