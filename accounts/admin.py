@@ -39,6 +39,7 @@ from tpp_portal.admin import (
     bank_calls_link,
     csv_value,
     export_csv,
+    fieldset_fields,
     masked,
     run_bank_action,
     search_by_identifier_hash,
@@ -138,22 +139,7 @@ class BankConnectionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         ("Consent", {"fields": ("sca_at", "consent_valid_until", "consent_status", "accounts_fetched_at")}),
         ("Audit", {"fields": ("bank_calls", "created_at", "updated_at")}),
     )
-    readonly_fields = (
-        "user",
-        "context",
-        "access",
-        "state",
-        "agreement_name",
-        "psu_id_masked",
-        "psu_corporate_id_masked",
-        "sca_at",
-        "consent_valid_until",
-        "consent_status",
-        "accounts_fetched_at",
-        "bank_calls",
-        "created_at",
-        "updated_at",
-    )
+    readonly_fields = fieldset_fields(fieldsets)
     inlines = (ConnectionEventInline, BankAccountInline, ConsentReminderInline)
     actions = [export_csv, "mark_needs_reconnect"]
 
@@ -285,28 +271,7 @@ class BankAccountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         ("Refresh", {"fields": ("balances_refreshed_at", "budget_used", "next_due", "blocked_until")}),
         ("Related", {"fields": ("balances", "transactions", "bank_calls")}),
     )
-    readonly_fields = (
-        "connection_link",
-        "owner",
-        "kind",
-        "name",
-        "product",
-        "cash_account_type",
-        "iban",
-        "bban",
-        "masked_pan",
-        "currency",
-        "resource_id",
-        "consented",
-        "created_at",
-        "balances_refreshed_at",
-        "budget_used",
-        "next_due",
-        "blocked_until",
-        "balances",
-        "transactions",
-        "bank_calls",
-    )
+    readonly_fields = fieldset_fields(fieldsets)
     actions = [export_csv, "refresh_within_budget"]
 
     def get_changelist(self, request, **kwargs):

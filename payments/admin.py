@@ -24,6 +24,7 @@ from tpp_portal.admin import (
     amount_text,
     bank_calls_link,
     export_csv,
+    fieldset_fields,
     run_bank_action,
 )
 from tpp_portal.selectors import PAYMENT_WAITING_STATES
@@ -177,41 +178,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     )
     # Not shown: the SCA state token (TPP-Session-ID), the encrypted PSU headers kept for a replay
     # (psu_identity, initiation_psu), the form as typed, the poll lease token and the bank's links' addresses.
-    readonly_fields = (
-        "user",
-        "connection_link",
-        "product",
-        "context",
-        "state",
-        "amount_shown",
-        "nok_equivalent_shown",
-        "debtor_account",
-        "creditor_name",
-        "creditor_account",
-        "requested_execution_date",
-        "payment_id",
-        "transaction_status",
-        "funds_available",
-        "fee_shown",
-        "fee_indicator",
-        "psu_message",
-        "tpp_messages",
-        "link_names",
-        "bank_calls",
-        "idempotency_key",
-        "request_id",
-        "next_poll_at",
-        "poll_count",
-        "poll_lease_until",
-        "reconcile_attempts",
-        "reconcile_at",
-        "allow_logical_duplicate",
-        "created_at",
-        "submitted_at",
-        "final_at",
-        "updated_at",
-        "body_json",
-    )
+    readonly_fields = fieldset_fields(fieldsets)
     inlines = (PaymentEventInline, PaymentAuthorisationInline)
     actions = [export_csv, "poll_status_now"]
 

@@ -36,6 +36,13 @@ from tpp_portal import csvsafe
 from tpp_portal.csvsafe import amount_cell, text_cell
 from tpp_portal.models import BankCall
 
+
+def fieldset_fields(fieldsets: Iterable[tuple[Any, dict[str, Any]]]) -> tuple[str, ...]:
+    """Every field named in ``fieldsets``, in order: the read-only fields of a page that shows only what it
+    lays out and lets nothing be edited."""
+    return tuple(name for _title, options in fieldsets for name in options["fields"])
+
+
 # --- identifiers -------------------------------------------------------------------------------------------
 
 MASK = "•" * 4
