@@ -36,7 +36,15 @@ import uuid
 from decimal import Decimal
 from pathlib import Path
 
-from bench.portal_setup import PRODUCT, main_iban, payment_body, portal_database, private_psu_id, setup_portal
+from bench.portal_setup import (
+    PRODUCT,
+    main_iban,
+    payment_body,
+    portal_database,
+    private_psu_id,
+    reviewed_draft,
+    setup_portal,
+)
 from devtools.livebank import running_bank
 
 PRIVATE_1 = "13039319955"
@@ -67,7 +75,7 @@ def _measure(tmp: Path, presence) -> None:
 
         from accounts.crypto import lookup_hash
         from accounts.models import BankConnection
-        from payments.models import Payment, PaymentState
+        from payments.models import PaymentState
         from payments.services import payment_submit
         from tpp_portal.bank import build_bank_client, client_config
         from xs2a.client import Xs2aClient
@@ -88,22 +96,7 @@ def _measure(tmp: Path, presence) -> None:
             made = []
             for _ in range(count):
                 amount = next(amounts)
-                made.append(
-                    Payment.objects.create(
-                        user=user,
-                        connection=connection,
-                        product=PRODUCT,
-                        context="PRIVATE",
-                        idempotency_key=uuid.uuid4(),
-                        request_id=uuid.uuid4(),
-                        body_json=payment_body(debtor, amount).decode("utf-8"),
-                        amount=amount,
-                        currency="NOK",
-                        debtor_account=debtor,
-                        creditor_name="Müller Maschinenbau GmbH",
-                        creditor_account="DE89370400440532013000",
-                    )
-                )
+                made.append(reviewed_draft(user=user, connection=connection, debtor_iban=debtor, amount=amount))
             return made
 
         def portal_side(count: int) -> tuple[float, float, int]:

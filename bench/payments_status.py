@@ -31,13 +31,18 @@ import os
 import re
 import tempfile
 import time
-import uuid
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urljoin
 
-from bench.portal_setup import PRODUCT, main_iban, payment_body, portal_database, private_psu_id, setup_portal
+from bench.portal_setup import (
+    main_iban,
+    portal_database,
+    private_psu_id,
+    reviewed_draft,
+    setup_portal,
+)
 from bench.report import emit
 from devtools.livebank import csrf_token, running_bank
 
@@ -95,20 +100,7 @@ def _run(label: str, *, user, connection, debtor: str, presence, amounts) -> dic
     for index in range(PAYMENTS):
         # 99 000 NOK: under the reporting threshold, more than Brukskonto holds even after a salary (ACCP, RJCT)
         amount = Decimal("99000.00") + index if index < SHORT_OF_FUNDS else next(amounts)
-        draft = Payment.objects.create(
-            user=user,
-            connection=connection,
-            product=PRODUCT,
-            context="PRIVATE",
-            idempotency_key=uuid.uuid4(),
-            request_id=uuid.uuid4(),
-            body_json=payment_body(debtor, amount).decode("utf-8"),
-            amount=amount,
-            currency="NOK",
-            debtor_account=debtor,
-            creditor_name="Müller Maschinenbau GmbH",
-            creditor_account="DE89370400440532013000",
-        )
+        draft = reviewed_draft(user=user, connection=connection, debtor_iban=debtor, amount=amount)
         outcome = payment_submit(
             payment=draft, user=user, idempotency_key=str(draft.idempotency_key), presence=presence
         )

@@ -29,6 +29,7 @@ __all__ = [
     "payment_body",
     "portal_database",
     "private_psu_id",
+    "reviewed_draft",
     "setup_portal",
 ]
 
@@ -116,3 +117,23 @@ def payment_body(debtor_iban: str, amount: Decimal) -> bytes:
         "remittanceInformationUnstructured": "Invoice",
     }
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def reviewed_draft(*, user, connection, debtor_iban: str, amount: Decimal):
+    """A reviewed draft of the benchmark's payment (:func:`payment_body`), as the review page leaves it."""
+    from payments.models import Payment
+
+    return Payment.objects.create(
+        user=user,
+        connection=connection,
+        product=PRODUCT,
+        context="PRIVATE",
+        idempotency_key=uuid.uuid4(),
+        request_id=uuid.uuid4(),
+        body_json=payment_body(debtor_iban, amount).decode("utf-8"),
+        amount=amount,
+        currency="NOK",
+        debtor_account=debtor_iban,
+        creditor_name="Müller Maschinenbau GmbH",
+        creditor_account="DE89370400440532013000",
+    )

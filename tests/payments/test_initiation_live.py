@@ -27,6 +27,7 @@ from tests.live_bank import (  # noqa: F401 - the fixtures
     live_bank_server,
     portal_connect,
 )
+from tests.payments.journeys import cross_border
 from tpp_portal.bank import bank_client
 from tpp_portal.models import BankCall
 
@@ -42,24 +43,6 @@ def _initiation_calls() -> list[BankCall]:
 
 def _brukskonto(user) -> BankAccount:
     return BankAccount.objects.get(connection__user=user, name="Brukskonto")
-
-
-def _cross_border(debtor_key: str, **changes) -> dict[str, str]:
-    data = {
-        "debtor_account": debtor_key,
-        "amount": "150000",
-        "currency": "NOK",
-        "creditor_name": "Müller Maschinenbau GmbH",
-        "creditor_account": "DE89 3704 0044 0532 0130 00",
-        "creditor_agent": "COBADEFFXXX",
-        "creditor_country": "DE",
-        "creditor_city": "München",
-        "remittance_information": "Invoice 2026-114",
-        "regulatory_reporting_code": "29",
-        "regulatory_reporting_information": "Engineering services",
-    }
-    data.update(changes)
-    return data
 
 
 def _draft(client, data: dict, url: str = "/payments/new/") -> Payment:
@@ -95,7 +78,7 @@ def test_cross_border_payment_from_the_form_through_sca_to_settlement(live_bank,
     assert (str(account.pk), f"Brukskonto ({account.iban}, NOK)") in form.context["form"].fields[
         "debtor_account"
     ].choices
-    payment = _draft(alice_client, _cross_border(str(account.pk), amount="12 500"))
+    payment = _draft(alice_client, cross_border(str(account.pk), amount="12 500"))
     assert payment.state == PaymentState.DRAFT and payment.connection == account.connection
     assert payment.amount == Decimal("12500") and payment.creditor_account == "DE89370400440532013000"
 
@@ -145,7 +128,7 @@ def test_cross_border_payment_from_the_form_through_sca_to_settlement(live_bank,
 
 def test_a_double_submit_makes_one_payment(live_bank, alice_client, alice):  # noqa: F811
     portal_connect(alice_client)
-    payment = _draft(alice_client, _cross_border(str(_brukskonto(alice).pk)))
+    payment = _draft(alice_client, cross_border(str(_brukskonto(alice).pk)))
     posted = {"idempotency_key": str(payment.idempotency_key)}
 
     first = alice_client.post(f"/payments/{payment.pk}/review/", posted)
@@ -176,7 +159,7 @@ def test_a_submit_arriving_while_the_first_waits_for_the_bank_sends_nothing(
 ):
     """The second request of a double click arrives while the first is still waiting for the bank's answer."""
     portal_connect(alice_client)
-    payment = _draft(alice_client, _cross_border(str(_brukskonto(alice).pk), amount="150001"))
+    payment = _draft(alice_client, cross_border(str(_brukskonto(alice).pk), amount="150001"))
     posted = {"idempotency_key": str(payment.idempotency_key)}
     from payments import services
 
@@ -266,7 +249,7 @@ def test_an_answer_lost_after_the_bank_committed_leads_to_one_payment_and_its_st
     settings,
 ):
     portal_connect(alice_client)
-    payment = _draft(alice_client, _cross_border(str(_brukskonto(alice).pk), amount="12000"))
+    payment = _draft(alice_client, cross_border(str(_brukskonto(alice).pk), amount="12000"))
     settings.BANK_TIMEOUT = 1.5
     with _DroppingProxy(live_bank, hold=3.0) as proxy:
         settings.BANK_BASE_URL = proxy.url
@@ -381,7 +364,7 @@ def test_the_banks_refusal_is_shown_beside_the_field_it_names(live_bank, alice_c
     account = _brukskonto(alice)
     # The debtor account's currency is checked by the bank only: it answers 400 with path debtorAccount.currency.
     BankAccount.objects.filter(pk=account.pk).update(currency="EUR")
-    payment = _draft(alice_client, _cross_border(str(account.pk), currency="EUR", amount="20000"))
+    payment = _draft(alice_client, cross_border(str(account.pk), currency="EUR", amount="20000"))
 
     sent = alice_client.post(f"/payments/{payment.pk}/review/", {"idempotency_key": str(payment.idempotency_key)})
 
@@ -399,10 +382,10 @@ def test_the_banks_refusal_is_shown_beside_the_field_it_names(live_bank, alice_c
 def test_a_logical_duplicate_is_refused_until_the_user_confirms_it(live_bank, alice_client, alice):  # noqa: F811
     portal_connect(alice_client)
     key = str(_brukskonto(alice).pk)
-    first = _draft(alice_client, _cross_border(key, amount="4321"))
+    first = _draft(alice_client, cross_border(key, amount="4321"))
     alice_client.post(f"/payments/{first.pk}/review/", {"idempotency_key": str(first.idempotency_key)})
     _password_typed_now(alice_client)
-    same = _draft(alice_client, _cross_border(key, amount="4321"))
+    same = _draft(alice_client, cross_border(key, amount="4321"))
 
     refused = alice_client.post(f"/payments/{same.pk}/review/", {"idempotency_key": str(same.idempotency_key)})
 
@@ -413,7 +396,7 @@ def test_a_logical_duplicate_is_refused_until_the_user_confirms_it(live_bank, al
     assert page.context["offer_duplicate"] and "logical duplicate" in " ".join(page.context["bank_errors"])
 
     confirmed = alice_client.post(
-        refused["Location"], {**_cross_border(key, amount="4321"), "allow_logical_duplicate": "on"}
+        refused["Location"], {**cross_border(key, amount="4321"), "allow_logical_duplicate": "on"}
     )
     again = Payment.objects.get(pk=int(confirmed["Location"].split("/")[2]))
     assert again.allow_logical_duplicate and again.pk != same.pk
@@ -428,7 +411,7 @@ def test_a_logical_duplicate_is_refused_until_the_user_confirms_it(live_bank, al
 
 def test_an_approval_cancelled_at_the_bank_is_recorded_and_can_be_retried(live_bank, alice_client, alice):  # noqa: F811
     portal_connect(alice_client)
-    payment = _draft(alice_client, _cross_border(str(_brukskonto(alice).pk), amount="3210"))
+    payment = _draft(alice_client, cross_border(str(_brukskonto(alice).pk), amount="3210"))
     sent = alice_client.post(f"/payments/{payment.pk}/review/", {"idempotency_key": str(payment.idempotency_key)})
 
     path, params = callback_target(BankBrowser().authorise(sent["Location"], cancel=True))
