@@ -179,6 +179,7 @@ def _worker(queue, results) -> None:
 
     done = failed = 0
     messages: dict[str, int] = {}
+    cpu_started = _cpu(os.getpid())
     with connection.execute_wrapper(count):
         while True:
             job = queue.get()
@@ -192,10 +193,19 @@ def _worker(queue, results) -> None:
                 failed += 1
                 messages[outcome.message] = messages.get(outcome.message, 0) + 1
     connection.close()
-    results.put((done, failed, counted["queries"], messages))
+    results.put((done, failed, counted["queries"], messages, _cpu(os.getpid()) - cpu_started))
 
 
-def _cycle(workers: int) -> tuple[float, int, int, int, dict[str, int]]:
+def _cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far."""
+    import psutil
+
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+def _cycle(workers: int, bank_pids: list[int]) -> tuple[float, int, int, int, dict[str, int], dict[str, object]]:
+    """The cycle's wall time, outcome counts, queries and messages, and the CPU seconds each side used in it."""
     from django.db import connections
 
     from accounts.refresh import refresh_plan
@@ -206,23 +216,30 @@ def _cycle(workers: int) -> tuple[float, int, int, int, dict[str, int]]:
     processes = [context.Process(target=_worker, args=(queue, results)) for _ in range(workers)]
     for process in processes:
         process.start()
+    bank_started = [_cpu(pid) for pid in bank_pids]
+    planner_started = _cpu(os.getpid())
     started = time.perf_counter()
     planned = refresh_plan(enqueue=lambda pk, at: queue.put((pk, at.isoformat())))
     for _ in processes:
         queue.put(None)
     collected = [results.get() for _ in processes]
     elapsed = time.perf_counter() - started
+    cpu = {
+        "bank": [_cpu(pid) - before for pid, before in zip(bank_pids, bank_started, strict=True)],
+        "workers": [c[4] for c in collected],
+        "planner": _cpu(os.getpid()) - planner_started,
+    }
     for process in processes:
         process.join()
     messages: dict[str, int] = {}
-    for _done, _failed, _queries, found in collected:
+    for _done, _failed, _queries, found, _cpu_used in collected:
         for text, n in found.items():
             messages[text] = messages.get(text, 0) + n
     done = sum(c[0] for c in collected)
     failed = sum(c[1] for c in collected)
     queries = sum(c[2] for c in collected)
     assert planned == done + failed, (planned, done, failed)
-    return elapsed, done, failed, queries, messages
+    return elapsed, done, failed, queries, messages, cpu
 
 
 def _direct_reader(args) -> int:
@@ -304,7 +321,10 @@ def main(argv: list[str] | None = None) -> None:
             )
             BankCall.objects.all().delete()
 
-            elapsed, done, failed, queries, messages = _cycle(args.workers)
+            import psutil
+
+            bank_pids = [child.pid for child in psutil.Process(bank.process.pid).children()]
+            elapsed, done, failed, queries, messages, cpu = _cycle(args.workers, bank_pids)
             per_second = done / elapsed
             calls = BankCall.objects.filter(psu_present=False).count()
             refused = BankCall.objects.filter(status=429).count()
@@ -317,6 +337,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     for text, n in messages.items():
         print(f"  not refreshed ({n}): {text}")
+    per_account = 1000 / max(done + failed, 1)
+    print(
+        "CPU per account in the cycle: bank "
+        + " + ".join(f"{seconds * per_account:.2f}" for seconds in cpu["bank"])
+        + " ms (its worker processes), portal workers "
+        + " + ".join(f"{seconds * per_account:.2f}" for seconds in cpu["workers"])
+        + f" ms, planner {cpu['planner'] * per_account:.2f} ms"
+    )
     print(f"baseline, same run: the same two reads per account with the bare client = {baseline:.1f} accounts/s")
     total = max(done + failed, 1)
     _result("background refresh, accounts per second", per_second, "accounts/s", GOAL, "higher", baseline)

@@ -163,7 +163,7 @@ def running_bank(
         "bank_simulator/gunicorn.conf.py",
     ]
     if not access_log:
-        command += ["--access-logfile", "/dev/null"]
+        env["BANK_SIM_ACCESS_LOG"] = ""
     log_path = directory / "gunicorn.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)

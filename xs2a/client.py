@@ -420,7 +420,10 @@ class Xs2aClient:
     def _prepare(
         self, method: str, url: str, headers: dict[str, str], payload: bytes | None
     ) -> requests.PreparedRequest:
-        prepared = self.session.prepare_request(requests.Request(method, url, data=payload))
+        # Prepared on its own, not by Session.prepare_request: the session holds nothing to merge (no cookies are
+        # kept, no auth, no environment), and the merging cost more CPU than the rest of the preparation.
+        prepared = requests.PreparedRequest()
+        prepared.prepare(method=method, url=url, headers=self.session.headers, data=payload)
         signed = self.signer.sign(method, prepared.path_url, headers, payload)
         prepared.headers.update(signed)
         return prepared
