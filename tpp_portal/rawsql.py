@@ -13,6 +13,7 @@ each statement against the ORM's answer on SQLite and PostgreSQL.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
@@ -94,3 +95,41 @@ def insert(model: type[Model], names: tuple[str, ...], rows: list[tuple[Any, ...
             f"VALUES {', '.join([placeholders] * len(rows))}",
             params,
         )
+
+
+def insert_instances(objs: Sequence[Model]) -> None:
+    """One INSERT of new instances of one model, the values as ``bulk_create`` writes them (each field's
+    ``pre_save``, then ``get_db_prep_save``); the primary key is the database's and is not read back."""
+    if not objs:
+        return
+    model = type(objs[0])
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    insert(model, tuple(f.attname for f in fields), [tuple(f.pre_save(obj, True) for f in fields) for obj in objs])
+
+
+def update(model: type[Model], values: Mapping[str, Any], where: Mapping[str, Any]) -> int:
+    """One UPDATE of the ``model`` rows that match ``where`` (field name -> value; a tuple of values for IN),
+    setting ``values`` (field name -> value) as ``QuerySet.update`` would; the number of rows changed.
+    Values are plain ones (no expressions); on a model with ``auto_now`` fields, give their value."""
+    wrapper = connections[DEFAULT_DB_ALIAS]  # this thread's, looked up once (``connection`` is a proxy to it)
+    meta = model._meta
+    assignments, conditions, params = [], [], []
+    for name, value in values.items():
+        field = meta.get_field(name)
+        assignments.append(f"{wrapper.ops.quote_name(field.column)} = %s")
+        params.append(field.get_db_prep_save(value, wrapper))
+    for name, value in where.items():
+        field = meta.get_field(name)
+        column = wrapper.ops.quote_name(field.column)
+        if isinstance(value, tuple):
+            conditions.append(f"{column} IN ({', '.join(['%s'] * len(value))})")
+            params += [field.get_db_prep_value(item, wrapper) for item in value]
+        else:
+            conditions.append(f"{column} = %s")
+            params.append(field.get_db_prep_value(value, wrapper))
+    with wrapper.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table(model)} SET {', '.join(assignments)} WHERE {' AND '.join(conditions)}",  # noqa: S608 - names from the model, values bound
+            params,
+        )
+        return cursor.rowcount

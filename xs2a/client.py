@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -177,6 +178,10 @@ def _not_delivered(exc: BaseException) -> bool:
     return False
 
 
+#: Characters outside the Basic Multilingual Plane (emoji and the like): the bank cannot process them.
+_OUTSIDE_BMP = re.compile("[\U00010000-\U0010ffff]")
+
+
 def _encode_json(data: Any) -> bytes:
     """Compact UTF-8 JSON, exactly the bytes that are hashed and sent. Decimals as strings, never floats."""
 
@@ -190,9 +195,8 @@ def _encode_json(data: Any) -> bytes:
     def check(value: Any) -> None:
         if isinstance(value, float):
             raise TypeError("a float cannot be sent to the bank: use Decimal (or a string) for amounts")
-        if isinstance(value, str) and any(ord(ch) > 0xFFFF for ch in value):
-            bad = next(ch for ch in value if ord(ch) > 0xFFFF)
-            raise ValueError(f"the bank cannot process the character U+{ord(bad):04X} (spec section 1)")
+        if isinstance(value, str) and (bad := _OUTSIDE_BMP.search(value)):
+            raise ValueError(f"the bank cannot process the character U+{ord(bad.group()):04X} (spec section 1)")
         if isinstance(value, Mapping):
             for k, v in value.items():
                 check(k)
