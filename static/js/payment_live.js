@@ -82,6 +82,8 @@
     }
     show("payment-cancel-link", data.canCancel);
     show("payment-patc", data.transactionStatus === "PATC");
+    show("payment-sign-form", data.maySign); // this viewer's turn to sign came (or went) while the page was open
+    show("payment-share", !data.maySign);
     var list = byId("payment-timeline");
     if (list) {
       while (list.firstChild) {
@@ -144,7 +146,8 @@
         if (data === null) {
           return;
         }
-        var signature = data.transactionStatus + "|" + data.state + "|" + data.timeline.length + "|" + data.fundsAvailable;
+        var signature = [data.transactionStatus, data.state, data.timeline.length, data.fundsAvailable, data.maySign,
+          data.signatures.map(function (s) { return s.text; }).join(";")].join("|");
         if (signature !== lastSignature) {
           lastSignature = signature;
           redraw(data);

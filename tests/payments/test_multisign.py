@@ -4,6 +4,7 @@ in test_multisign_live.py and the browser journey."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from urllib.parse import parse_qs, urlsplit
 
@@ -72,6 +73,20 @@ def _signed_in(user, *, recent: bool = True) -> Client:
     return browser
 
 
+def _tag(page: str, element_id: str) -> str:
+    """The opening tag of the element with ``element_id``."""
+    found = re.search(rf'<[a-z]+ id="{element_id}"[^>]*>', page)
+    assert found, element_id
+    return found.group()
+
+
+def _sign_button_shown(page: str) -> bool:
+    """The "Sign at the bank" form is rendered for every viewer; the page shows it (not ``hidden``) to a
+    viewer who may sign, and its script swaps it with the share link when that changes."""
+    assert "Sign at the bank" in page
+    return " hidden" not in _tag(page, "payment-sign-form")
+
+
 def test_the_next_signer_sees_the_payment_and_signs_with_their_own_psu_id(alice, bob, bank):
     payment = corporate_pair(alice, bob, transaction_status="PATC")
     bob_connection = bob.bank_connections.get()
@@ -80,7 +95,7 @@ def test_the_next_signer_sees_the_payment_and_signs_with_their_own_psu_id(alice,
     page = browser.get(reverse("payment-detail", args=[payment.pk])).content.decode()
     response = browser.post(reverse("payment-sign", args=[payment.pk]))
 
-    assert "Sign at the bank" in page and "alice@example.com" in page
+    assert _sign_button_shown(page) and "alice@example.com" in page
     assert response.status_code == 302 and response["Location"] == "http://bank.test/sca/abc?x=1"
     (start,) = bank.starts
     assert start["psu"].psu_id == bob_connection.psu_id
@@ -119,8 +134,9 @@ def test_the_initiator_gets_the_link_to_pass_on_not_a_sign_button(alice, bob, ba
     page = browser.get(reverse("payment-detail", args=[payment.pk])).content.decode()
     refused = browser.post(reverse("payment-sign", args=[payment.pk]), follow=True)
 
-    assert "Sign at the bank" not in page
+    assert not _sign_button_shown(page)
     assert f"http://testserver/payments/{payment.pk}/" in page
+    assert " hidden" not in _tag(page, "payment-share")
     assert "needs no signature of yours" in refused.content.decode() and bank.starts == []
 
 
@@ -132,7 +148,7 @@ def test_a_signer_who_signed_cannot_sign_again(alice, bob, bank):
     page = browser.get(reverse("payment-detail", args=[payment.pk])).content.decode()
     browser.post(reverse("payment-sign", args=[payment.pk]))
 
-    assert "Sign at the bank" not in page and bank.starts == []
+    assert not _sign_button_shown(page) and bank.starts == []
 
 
 @pytest.mark.parametrize(
