@@ -85,16 +85,19 @@ def insert(model: type[Model], names: tuple[str, ...], rows: list[tuple[Any, ...
     """One INSERT of ``rows`` (values of the fields ``names``, in order); nothing when there are none."""
     if not rows:
         return
-    fields = [model._meta.get_field(name) for name in names]
-    placeholders = "(" + ", ".join(["%s"] * len(fields)) + ")"
     wrapper = connections[DEFAULT_DB_ALIAS]  # this thread's, looked up once (``connection`` is a proxy to it)
+    fields, sql = _insert_statement(model, names, len(rows), wrapper.vendor)
     params = [f.get_db_prep_save(value, wrapper) for row in rows for f, value in zip(fields, row, strict=True)]
     with wrapper.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table(model)} ({', '.join(wrapper.ops.quote_name(f.column) for f in fields)}) "  # noqa: S608 - names from the model, values bound
-            f"VALUES {', '.join([placeholders] * len(rows))}",
-            params,
-        )
+        cursor.execute(sql, params)
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_statement(model: type[Model], names: tuple[str, ...], count: int, vendor: str):  # vendor: cache key
+    fields = tuple(model._meta.get_field(name) for name in names)
+    placeholders = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    columns_ = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    return fields, f"INSERT INTO {table(model)} ({columns_}) VALUES {', '.join([placeholders] * count)}"  # noqa: S608 - names from the model, values bound
 
 
 def insert_instances(objs: Sequence[Model]) -> None:
@@ -112,24 +115,29 @@ def update(model: type[Model], values: Mapping[str, Any], where: Mapping[str, An
     setting ``values`` (field name -> value) as ``QuerySet.update`` would; the number of rows changed.
     Values are plain ones (no expressions); on a model with ``auto_now`` fields, give their value."""
     wrapper = connections[DEFAULT_DB_ALIAS]  # this thread's, looked up once (``connection`` is a proxy to it)
-    meta = model._meta
-    assignments, conditions, params = [], [], []
-    for name, value in values.items():
-        field = meta.get_field(name)
-        assignments.append(f"{wrapper.ops.quote_name(field.column)} = %s")
-        params.append(field.get_db_prep_save(value, wrapper))
-    for name, value in where.items():
-        field = meta.get_field(name)
-        column = wrapper.ops.quote_name(field.column)
+    shape = tuple((name, len(value) if isinstance(value, tuple) else None) for name, value in where.items())
+    assigned, matched, sql = _update_statement(model, tuple(values), shape, wrapper.vendor)
+    params = [f.get_db_prep_save(value, wrapper) for f, value in zip(assigned, values.values(), strict=True)]
+    for field, value in zip(matched, where.values(), strict=True):
         if isinstance(value, tuple):
-            conditions.append(f"{column} IN ({', '.join(['%s'] * len(value))})")
             params += [field.get_db_prep_value(item, wrapper) for item in value]
         else:
-            conditions.append(f"{column} = %s")
             params.append(field.get_db_prep_value(value, wrapper))
     with wrapper.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table(model)} SET {', '.join(assignments)} WHERE {' AND '.join(conditions)}",  # noqa: S608 - names from the model, values bound
-            params,
-        )
+        cursor.execute(sql, params)
         return cursor.rowcount
+
+
+@functools.lru_cache(maxsize=64)
+def _update_statement(
+    model: type[Model], names: tuple[str, ...], shape: tuple[tuple[str, int | None], ...], vendor: str
+):  # vendor: the quoting's (cache key); shape: each condition's field and its IN list's length (None: =)
+    meta, quote = model._meta, connection.ops.quote_name
+    assigned = tuple(meta.get_field(name) for name in names)
+    matched = tuple(meta.get_field(name) for name, _ in shape)
+    assignments = ", ".join(f"{quote(field.column)} = %s" for field in assigned)
+    conditions = " AND ".join(
+        f"{quote(f.column)} = %s" if count is None else f"{quote(f.column)} IN ({', '.join(['%s'] * count)})"
+        for f, (_, count) in zip(matched, shape, strict=True)
+    )
+    return assigned, matched, f"UPDATE {table(model)} SET {assignments} WHERE {conditions}"  # noqa: S608 - names from the model, values bound
