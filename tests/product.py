@@ -559,16 +559,8 @@ class Product:
         new interpreter of its own (for calls that must run at the same time as another)."""
         if env is None and not fresh:
             return self._shell_run(code, params, timeout)
-        program = (
-            "import json, sys, django\n"
-            "django.setup()\n"
-            f"params = json.loads({json.dumps(json.dumps(params))})\n"
-            "result = None\n"
-            f"{textwrap.dedent(code)}\n"
-            f"print({_RESULT_MARK!r} + json.dumps(result, default=str))\n"
-        )
         done = subprocess.run(
-            [sys.executable, "-c", program],
+            [sys.executable, "-c", _program(code, params)],
             cwd=ROOT,
             env={**self.env, **(env or {})},
             capture_output=True,
@@ -579,6 +571,18 @@ class Product:
         assert done.returncode == 0, f"{code}\n--- exit {done.returncode} ---\n{output}"
         line = next(line for line in reversed(done.stdout.splitlines()) if line.startswith(_RESULT_MARK))
         return json.loads(line[len(_RESULT_MARK) :])
+
+    def django_start(self, code: str, **params) -> subprocess.Popen:
+        """``code`` as :meth:`django` runs it in a new interpreter, started and not waited for: the test may
+        kill it (``os.killpg(process.pid, signal.SIGKILL)``: it leads a process group of its own)."""
+        return subprocess.Popen(
+            [sys.executable, "-c", _program(code, params)],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=(self.directory / "django-started.log").open("ab"),
+            start_new_session=True,
+        )
 
     def bank_sql(self, query: str, params: tuple = ()) -> list[tuple]:
         """Read the bank's own (SQLite) database: what exists at the bank."""
@@ -642,6 +646,18 @@ for line in sys.stdin:
         connections.close_all()
     print({_RESULT_MARK!r} + json.dumps(answer, default=str), flush=True)
 """
+
+
+def _program(code: str, params: dict) -> str:
+    """A Python program that sets Django up, runs ``code`` with ``params`` and prints its ``result`` (marked)."""
+    return (
+        "import json, sys, django\n"
+        "django.setup()\n"
+        f"params = json.loads({json.dumps(json.dumps(params))})\n"
+        "result = None\n"
+        f"{textwrap.dedent(code)}\n"
+        f"print({_RESULT_MARK!r} + json.dumps(result, default=str))\n"
+    )
 
 
 def _read_marked(stream, timeout: float) -> dict | None:

@@ -16,6 +16,9 @@ from tpp_portal.settings import *  # noqa: F403
 from tpp_portal.settings import CELERY_BEAT_SCHEDULE
 
 PAYMENT_POLL_LEASE = timedelta(seconds=6)
+# A submission's hold on its payment while it waits for the bank (BANK_TIMEOUT is 2 s here: one call ends
+# within 4 s, connect and read): after it, reconciliation takes the payment over.
+PAYMENT_CALL_LEASE = timedelta(seconds=8)
 PAYMENT_POLL_MIN_INTERVAL = timedelta(seconds=2)
 CELERY_BEAT_SCHEDULE = {
     name: {**entry, "schedule": 3.0}

@@ -1,8 +1,9 @@
 """Faults of the whole product, as processes (tests/product.py): the bank down, slow beyond the client's timeout,
 answering 500 and 429, or dropping the connection, during payment initiation, status polling and account
-refresh; a worker killed with SIGKILL in the middle of a poll or a refresh; Redis restarted; the database
-connection dropped (PostgreSQL) or locked (SQLite); a task delivered twice; two beat processes; the portal's clock
-59 and 61 seconds off the bank's (its bank client's clock moved by PRODUCT_CLOCK_SKEW_SECONDS).
+refresh; a process killed with SIGKILL in the middle of a payment submission, a poll or a refresh; Redis
+restarted; the database connection dropped (PostgreSQL) or locked (SQLite); a task delivered twice; two beat
+processes; the portal's clock 59 and 61 seconds off the bank's (its bank client's clock moved by
+PRODUCT_CLOCK_SKEW_SECONDS).
 
 Initiation is submitted here through payments.services.payment_submit in the portal's environment (the page
 calls the same service synchronously); tests/load submits through the pages themselves.
@@ -19,9 +20,12 @@ import contextlib
 import itertools
 import os
 import re
+import signal
 import sqlite3
 import threading
 import time
+import uuid
+from decimal import Decimal
 
 import pytest
 import requests
@@ -179,6 +183,60 @@ def test_a_lost_initiation_answer_is_reconciled_into_exactly_one_payment(product
         assert at_bank(product, done["request_id"]) == 1, name
         row = payment_row(product, done["id"])
         assert row["payment_id"] and row["transaction_status"] == "RCVD", (name, row)
+
+
+def test_a_process_killed_in_the_middle_of_a_submission_leaves_exactly_one_payment(product):
+    """The process submitting the payment (a web worker, here an interpreter of the product's own) is killed
+    with SIGKILL while its initiation is on the way to the bank: nothing of it runs again, the row stays
+    SUBMITTING with its lease, and when the lease runs out (8 s here) the beat's dispatcher hands it to
+    reconciliation, which replays the very same request: one payment at the bank, the row initiated."""
+    amount = f"{next(_amounts)}.25"
+    arrived, seen = len(product.proxy.arrived), len(product.proxy.seen)
+    # The bank gets the request 5 s late (it then makes the payment): the caller is still waiting when killed.
+    product.proxy.inject(Fault(delay=5, forward=True, match=INITIATE, times=1))
+    submitting = product.django_start(_SUBMIT, username="payer", amount=amount, text="killed while submitting")
+    try:
+        wait_until(
+            lambda: any(re.match(INITIATE, r) for r in product.proxy.arrived[arrived:]),
+            timeout=60,
+            message=f"the initiation on its way\n{product.log_text('django-started')[-3000:]}",
+        )
+        os.killpg(submitting.pid, signal.SIGKILL)  # before the client's 2 s timeout: no way out for it
+        assert submitting.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if submitting.poll() is None:
+            os.killpg(submitting.pid, signal.SIGKILL)
+    (row,) = product.sql(
+        "SELECT id, state, request_id, reconcile_at FROM payments_payment WHERE amount = %s", (Decimal(amount),)
+    )
+    pk, state, stored_request_id, lease = row
+    request_id = str(uuid.UUID(str(stored_request_id)))  # as sent (X-Request-ID), whatever the column's type
+    assert state == "submitting" and lease is not None, row
+
+    wait_until(
+        lambda: payment_row(product, pk)["state"] == "initiated",
+        timeout=90,
+        message=f"taken over by reconciliation\n{product.log('worker')}\n{product.log('beat')}",
+    )
+    assert at_bank(product, request_id) == 1
+
+    def initiations() -> list:
+        return [s for s in list(product.proxy.seen)[seen:] if re.search(INITIATE, f"{s.method} {s.path}")]
+
+    # The killed caller's request (forwarded after its delay) and the reconciler's replay of it: both reached
+    # the bank, which made one payment of the one X-Request-ID.
+    wait_until(lambda: len(initiations()) == 2, timeout=30, message="both initiations seen")
+    assert all(s.forwarded for s in initiations()), initiations()
+    assert at_bank(product, request_id) == 1
+    assert payment_row(product, pk)["transaction_status"] == "RCVD"
+    kinds = [
+        kind
+        for (kind,) in product.sql(
+            "SELECT kind FROM payments_paymentevent WHERE payment_id = %s ORDER BY at, id", (pk,)
+        )
+    ]
+    # Sent (at the claim), the caller's death seen by the reconciler, the bank's answer of the replay.
+    assert kinds == ["created", "submitted", "unknown", "reconciled", "status"], kinds
 
 
 def test_an_initiation_answered_429_is_refused_with_the_banks_text_and_nothing_is_made(product):
