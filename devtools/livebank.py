@@ -162,8 +162,7 @@ def running_bank(
         "--config",
         "bank_simulator/gunicorn.conf.py",
     ]
-    if not access_log:
-        env["BANK_SIM_ACCESS_LOG"] = ""
+    env["BANK_SIM_ACCESS_LOG"] = "-" if access_log else ""  # "-": into the log file below
     log_path = directory / "gunicorn.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)

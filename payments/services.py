@@ -349,10 +349,11 @@ _CALLING_STATES = (PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN)
 def _call_lease(now: datetime) -> datetime:
     """Until when a caller holds a SUBMITTING payment (``reconcile_at``): longer than any one initiation call
     can last. After it, the caller is taken for dead (process killed) and reconciliation takes over."""
+    timeout = float(settings.BANK_TIMEOUT)
     lease = getattr(settings, "PAYMENT_CALL_LEASE", None)  # only the fault tests' faster clock sets it
     if lease is None:
-        lease = max(RECONCILE_LEASE, timedelta(seconds=2 * float(settings.BANK_TIMEOUT) + 60))
-    return now + lease
+        return now + max(RECONCILE_LEASE, timedelta(seconds=2 * timeout + 60))
+    return now + max(lease, timedelta(seconds=2 * timeout))  # never shorter than a connect and a read
 
 
 def _submitted_event(payment: Payment, actor) -> PaymentEvent:

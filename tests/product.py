@@ -575,14 +575,15 @@ class Product:
     def django_start(self, code: str, **params) -> subprocess.Popen:
         """``code`` as :meth:`django` runs it in a new interpreter, started and not waited for: the test may
         kill it (``os.killpg(process.pid, signal.SIGKILL)``: it leads a process group of its own)."""
-        return subprocess.Popen(
-            [sys.executable, "-c", _program(code, params)],
-            cwd=ROOT,
-            env=self.env,
-            stdout=subprocess.DEVNULL,
-            stderr=(self.directory / "django-started.log").open("ab"),
-            start_new_session=True,
-        )
+        with (self.directory / "django-started.log").open("ab") as log:  # the child keeps its own copy
+            return subprocess.Popen(
+                [sys.executable, "-c", _program(code, params)],
+                cwd=ROOT,
+                env=self.env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,
+            )
 
     def bank_sql(self, query: str, params: tuple = ()) -> list[tuple]:
         """Read the bank's own (SQLite) database: what exists at the bank."""

@@ -1,13 +1,14 @@
 """Hot statements written out, with the ORM's own conversions.
 
-Every background refresh runs the same few statements for one account. On a small machine the ORM spends about
-a millisecond of CPU building each one, more than the database takes to run it, and that CPU is taken from the
-worker next door and from the bank. The hot statements of the refresh (``accounts.sync``, ``accounts.refresh``)
-are therefore written out with these helpers, which apply the ORM's own conversions of the values going in
+Every background refresh runs the same few statements for one account, and every payment submission two UPDATEs
+and two INSERTs. On a small machine the ORM spends about a millisecond of CPU building each one, more than the
+database takes to run it, and that CPU is taken from the worker next door and from the bank. The hot statements
+of the refresh (``accounts.sync``, ``accounts.refresh``) and of the submission (``payments.services``) are
+therefore written out with these helpers, which apply the ORM's own conversions of the values going in
 (``get_db_prep_*``) and coming out (the backend's and the fields' converters: dates on SQLite, decimals, JSON,
 decrypted fields), so callers get the same values and model instances as from the ORM. Table and column names
-come from the models, values are always bound parameters. ``tests/accounts/test_refresh_statements.py`` checks
-each statement against the ORM's answer on SQLite and PostgreSQL.
+come from the models, values are always bound parameters. ``tests/accounts/test_refresh_statements.py`` and
+``tests/payments/test_submit_statements.py`` check each statement against the ORM's on SQLite and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.models import Field, Model
 
 
@@ -105,6 +106,8 @@ def insert_instances(objs: Sequence[Model]) -> None:
     ``pre_save``, then ``get_db_prep_save``); the primary key is the database's and is not read back."""
     if not objs:
         return
+    if any(obj.pk is not None for obj in objs):
+        raise ValueError("insert_instances writes new rows: the database gives the primary key")
     model = type(objs[0])
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     insert(model, tuple(f.attname for f in fields), [tuple(f.pre_save(obj, True) for f in fields) for obj in objs])
@@ -113,7 +116,12 @@ def insert_instances(objs: Sequence[Model]) -> None:
 def update(model: type[Model], values: Mapping[str, Any], where: Mapping[str, Any]) -> int:
     """One UPDATE of the ``model`` rows that match ``where`` (field name -> value; a tuple of values for IN),
     setting ``values`` (field name -> value) as ``QuerySet.update`` would; the number of rows changed.
-    Values are plain ones (no expressions); on a model with ``auto_now`` fields, give their value."""
+    Values are plain ones (no expressions); on a model with ``auto_now`` fields, give their value. Conditions
+    are equalities of concrete field names (``id``, not ``pk``): None, an empty tuple or another collection
+    are refused rather than written as SQL that would differ from the ORM's (``= NULL``, ``IN ()``)."""
+    for name, value in where.items():
+        if value is None or (isinstance(value, tuple) and not value) or isinstance(value, list | set | frozenset):
+            raise ValueError(f"rawsql.update: the condition on {name!r} needs a value or a non-empty tuple")
     wrapper = connections[DEFAULT_DB_ALIAS]  # this thread's, looked up once (``connection`` is a proxy to it)
     shape = tuple((name, len(value) if isinstance(value, tuple) else None) for name, value in where.items())
     assigned, matched, sql = _update_statement(model, tuple(values), shape, wrapper.vendor)
@@ -123,7 +131,7 @@ def update(model: type[Model], values: Mapping[str, Any], where: Mapping[str, An
             params += [field.get_db_prep_value(item, wrapper) for item in value]
         else:
             params.append(field.get_db_prep_value(value, wrapper))
-    with wrapper.cursor() as cursor:
+    with transaction.mark_for_rollback_on_error(), wrapper.cursor() as cursor:  # as QuerySet.update
         cursor.execute(sql, params)
         return cursor.rowcount
 

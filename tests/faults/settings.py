@@ -16,8 +16,9 @@ from tpp_portal.settings import *  # noqa: F403
 from tpp_portal.settings import CELERY_BEAT_SCHEDULE
 
 PAYMENT_POLL_LEASE = timedelta(seconds=6)
-# A submission's hold on its payment while it waits for the bank (BANK_TIMEOUT is 2 s here: one call ends
-# within 4 s, connect and read): after it, reconciliation takes the payment over.
+# A submission's hold on its payment while it waits for the bank; after it, reconciliation takes the payment
+# over. BANK_TIMEOUT is 2 s here, and the bank (behind the tests' proxy) answers in one read, so a call ends
+# within about 4 s (connect and read); the portal never takes less than twice BANK_TIMEOUT.
 PAYMENT_CALL_LEASE = timedelta(seconds=8)
 PAYMENT_POLL_MIN_INTERVAL = timedelta(seconds=2)
 CELERY_BEAT_SCHEDULE = {

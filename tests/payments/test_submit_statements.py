@@ -8,6 +8,7 @@ import uuid
 from datetime import timedelta
 from decimal import Decimal
 
+import pytest
 from django.db import connection
 from django.utils import timezone
 
@@ -124,3 +125,28 @@ def test_inserted_instances_are_stored_as_bulk_create_stores_them(alice, bob):
     assert stored(written_out) == stored(by_orm)
     assert stored(written_out)[0] == (PaymentEventKind.SUBMITTED, "", None, bob.pk, "", True)
     assert PaymentEvent.objects.filter(payment=written_out).count() == 2
+
+
+@pytest.mark.parametrize(
+    "where",
+    [{"state": None}, {"state": ()}, {"state": ["draft"]}, {"state": {"draft"}}],
+    ids=["none", "empty tuple", "list", "set"],
+)
+def test_an_update_refuses_conditions_it_would_write_otherwise_than_the_orm(alice, where):
+    payment = PaymentFactory(user=alice, state=PaymentState.DRAFT)
+    before = _stored(payment)
+
+    with pytest.raises(ValueError, match="needs a value or a non-empty tuple"):
+        rawsql.update(Payment, {"fee_currency": "SEK"}, where={"id": payment.pk, **where})
+
+    assert _stored(payment) == before
+
+
+def test_inserted_instances_must_be_new(alice):
+    payment = PaymentFactory(user=alice)
+    event = PaymentEvent.objects.create(payment=payment, kind=PaymentEventKind.CREATED)
+
+    with pytest.raises(ValueError, match="new rows"):
+        rawsql.insert_instances([event])
+
+    assert PaymentEvent.objects.filter(payment=payment).count() == 1
