@@ -627,15 +627,21 @@ def _sqlite_locked(path, *, seconds: float):
 # --- clocks --------------------------------------------------------------------------------------------------
 
 
+# The Date header counts whole seconds: a clock 61 s ahead whose Date is cut from x.95 s and arrives 60 ms later
+# looks 59.99 s off to the bank. The skewed polls therefore start just after a second begins (x.1 s), where a
+# clock 59 or 61 s off looks 59 or 61 s off, give or take the call's own latency.
+_POLL_EARLY_IN_A_SECOND = "import time\ntime.sleep((1.1 - time.time() % 1) % 1)\n" + _POLL
+
+
 def test_the_portal_clock_59_seconds_off_works_61_gives_a_clear_audited_error(product):
     done = initiated(product, "clock skew")
-    ok = product.django(_POLL, id=done["id"], env={"PRODUCT_CLOCK_SKEW_SECONDS": "59"})
+    ok = product.django(_POLL_EARLY_IN_A_SECOND, id=done["id"], env={"PRODUCT_CLOCK_SKEW_SECONDS": "59"})
     assert ok["ok"] is True and ok["status"] == "RCVD", ok
-    ok = product.django(_POLL, id=done["id"], env={"PRODUCT_CLOCK_SKEW_SECONDS": "-59"})
+    ok = product.django(_POLL_EARLY_IN_A_SECOND, id=done["id"], env={"PRODUCT_CLOCK_SKEW_SECONDS": "-59"})
     assert ok["ok"] is True, ok
 
     calls_before = product.scalar("SELECT count(*) FROM tpp_portal_bankcall WHERE status = 400")
-    refused = product.django(_POLL, id=done["id"], env={"PRODUCT_CLOCK_SKEW_SECONDS": "61"})
+    refused = product.django(_POLL_EARLY_IN_A_SECOND, id=done["id"], env={"PRODUCT_CLOCK_SKEW_SECONDS": "61"})
     assert refused["ok"] is False and "Date" in refused["message"] and "60 seconds" in refused["message"], refused
     audited = product.sql(
         "SELECT status, tpp_message_texts FROM tpp_portal_bankcall WHERE status = 400 ORDER BY id DESC LIMIT 1"
