@@ -9,6 +9,11 @@ therefore written out with these helpers, which apply the ORM's own conversions 
 decrypted fields), so callers get the same values and model instances as from the ORM. Table and column names
 come from the models, values are always bound parameters. ``tests/accounts/test_refresh_statements.py`` and
 ``tests/payments/test_submit_statements.py`` check each statement against the ORM's on SQLite and PostgreSQL.
+
+On PostgreSQL the writes (:func:`insert`, :func:`update`) are also prepared on the server, once per connection
+and statement text: parsing and planning took about as long as running them. Django leaves psycopg's prepared
+statements off (a pooler in transaction mode loses them); here only these statements are prepared, through a
+server-binding cursor, and ``DATABASE_PREPARED_STATEMENTS=false`` turns it off for such a pooler.
 """
 
 from __future__ import annotations
@@ -17,8 +22,14 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.models import Field, Model
+
+#: PostgreSQL's limit on the parameters of one statement bound on the server; a longer one is bound client-side.
+MAX_SERVER_PARAMETERS = 65535
+#: psycopg prepares a statement after this many executions on a connection: never, unless asked (as here).
+_ONLY_WHEN_ASKED = 1 << 30
 
 
 def quoted(model: type[Model], name: str) -> str:
@@ -89,7 +100,7 @@ def insert(model: type[Model], names: tuple[str, ...], rows: list[tuple[Any, ...
     wrapper = connections[DEFAULT_DB_ALIAS]  # this thread's, looked up once (``connection`` is a proxy to it)
     fields, sql = _insert_statement(model, names, len(rows), wrapper.vendor)
     params = [f.get_db_prep_save(value, wrapper) for row in rows for f, value in zip(fields, row, strict=True)]
-    with wrapper.cursor() as cursor:
+    with _write_cursor(wrapper, len(params)) as cursor:
         cursor.execute(sql, params)
 
 
@@ -131,7 +142,8 @@ def update(model: type[Model], values: Mapping[str, Any], where: Mapping[str, An
             params += [field.get_db_prep_value(item, wrapper) for item in value]
         else:
             params.append(field.get_db_prep_value(value, wrapper))
-    with transaction.mark_for_rollback_on_error(), wrapper.cursor() as cursor:  # as QuerySet.update
+    # Marked for rollback on an error, as QuerySet.update does.
+    with transaction.mark_for_rollback_on_error(), _write_cursor(wrapper, len(params)) as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount
 
@@ -149,3 +161,44 @@ def _update_statement(
         for f, (_, count) in zip(matched, shape, strict=True)
     )
     return assigned, matched, f"UPDATE {table(model)} SET {assignments} WHERE {conditions}"  # noqa: S608 - names from the model, values bound
+
+
+def _write_cursor(wrapper: Any, parameters: int) -> Any:
+    """A cursor of ``wrapper`` (this thread's connection) for one write: on PostgreSQL with prepared statements
+    allowed, a server-binding cursor that prepares what it runs, wrapped as Django wraps its own cursors (execute
+    wrappers apply); else the connection's usual cursor. Also the usual one while Django logs the queries (DEBUG,
+    a test's query capture): its log shows a statement bound on the server without its text."""
+    if (
+        wrapper.vendor != "postgresql"
+        or not _psycopg3()
+        or not getattr(settings, "DATABASE_PREPARED_STATEMENTS", True)
+        or parameters > MAX_SERVER_PARAMETERS
+        or wrapper.queries_logged
+    ):
+        return wrapper.cursor()
+    wrapper.ensure_connection()
+    raw = wrapper.connection
+    if raw.prepare_threshold is None:  # Django's default: psycopg prepares nothing, even when asked
+        raw.prepare_threshold = _ONLY_WHEN_ASKED  # the other cursors bind client-side and never prepare
+    with wrapper.wrap_database_errors:
+        return wrapper._prepare_cursor(_preparing_cursor_class()(raw))
+
+
+@functools.cache
+def _psycopg3() -> bool:
+    from django.db.backends.postgresql.psycopg_any import is_psycopg3
+
+    return is_psycopg3
+
+
+@functools.cache
+def _preparing_cursor_class() -> type:
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    class PreparingCursor(ServerBindingCursor):
+        """Binds on the server and prepares each statement it runs (psycopg keeps the names per connection)."""
+
+        def execute(self, query, params=None, *, prepare=None, binary=None):
+            return super().execute(query, params, prepare=True if prepare is None else prepare, binary=binary)
+
+    return PreparingCursor

@@ -146,6 +146,13 @@ else:
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;",
         }
     )
+# The hot writes of the refresh and of payment submission (tpp_portal.rawsql) are prepared on the server once per
+# connection. A pooler that loses prepared statements (PgBouncer in transaction mode before 1.21) needs false.
+DATABASE_PREPARED_STATEMENTS = env.bool(
+    "DATABASE_PREPARED_STATEMENTS",
+    True,
+    help="PostgreSQL: prepare the portal's hot writes on the server (false behind a pooler that cannot keep them)",
+)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- cache, broker ---------------------------------------------------------------------------------------
