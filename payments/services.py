@@ -377,39 +377,37 @@ def _store_initiated(
     audit row, in one transaction; False when another writer stored the answer first."""
     now = timezone.now()
     fields = _answer_fields(answer)
-    with transaction.atomic():
-        flush_audit()
-        updated = rawsql.update(
-            Payment,
-            {
-                "state": PaymentState.INITIATED,
-                "psu_identity": "",
-                "initiation_psu": "",
-                "reconcile_at": None,
-                "updated_at": now,
-                **fields,
-            },
-            where={"id": payment.pk, "state": _CALLING_STATES},
+    rows = [*events]
+    if kind != PaymentEventKind.STATUS:
+        confirmed = _("The bank confirmed the payment.")
+        rows.append(PaymentEvent(payment=payment, at=now, kind=kind, actor=actor, detail=confirmed))
+    rows.append(
+        PaymentEvent(
+            payment=payment,
+            at=now,
+            kind=PaymentEventKind.STATUS,
+            transaction_status=fields["transaction_status"],
+            detail=fields["psu_message"],
         )
-        if updated != 1:
-            return False
-        rows = [*events]
-        if kind != PaymentEventKind.STATUS:
-            rows.append(
-                PaymentEvent(
-                    payment=payment, at=now, kind=kind, actor=actor, detail=_("The bank confirmed the payment.")
-                )
-            )
-        rows.append(
-            PaymentEvent(
-                payment=payment,
-                at=now,
-                kind=PaymentEventKind.STATUS,
-                transaction_status=fields["transaction_status"],
-                detail=fields["psu_message"],
-            )
-        )
-        rawsql.insert_instances(rows)
+    )
+    # One transaction: the audit rows whatever happens, the answer and its events only if no other writer stored
+    # them first (on PostgreSQL one statement, committed in one round trip).
+    updated = rawsql.update_and_insert(
+        Payment,
+        {
+            "state": PaymentState.INITIATED,
+            "psu_identity": "",
+            "initiation_psu": "",
+            "reconcile_at": None,
+            "updated_at": now,
+            **fields,
+        },
+        where={"id": payment.pk, "state": _CALLING_STATES},
+        always=[flush_audit.rows()],
+        if_updated=[rawsql.instance_rows(rows)],
+    )
+    if updated != 1:
+        return False
     # What the UPDATE wrote, without reading the row back.
     for name, value in fields.items():
         setattr(payment, name, value)

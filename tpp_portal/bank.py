@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -59,24 +59,36 @@ _deferred_calls: ContextVar[list[tuple[AuditRecord, AuditContext]] | None] = Con
 )
 
 
-@contextlib.contextmanager
-def bank_audit_deferred() -> Iterator[Callable[[], None]]:
-    """Bank calls made inside are audited by the ``flush()`` this yields: call it inside the transaction that
-    stores the bank's answer, so that the BankCall rows are committed with it (no commit of their own). Rows
-    still kept back when the block ends (an exception, an early return) are written then."""
-    pending: list[tuple[AuditRecord, AuditContext]] = []
-    token = _deferred_calls.set(pending)
+class DeferredAudit:
+    """The audit rows of the bank calls kept back by :func:`bank_audit_deferred`."""
 
-    def flush() -> None:
+    def __init__(self) -> None:
+        self.pending: list[tuple[AuditRecord, AuditContext]] = []
+
+    def __call__(self) -> None:
+        """Write the kept-back rows (one INSERT written out, ``tpp_portal.rawsql``: on the background refresh's
+        path the ORM's bulk_create costs more CPU than the statement itself)."""
+        rawsql.insert(*self.rows())
+
+    def rows(self) -> rawsql.Rows:
+        """The kept-back rows for a caller that writes them in its own statement (``rawsql.update_and_insert``);
+        they are no longer kept back."""
         from tpp_portal.models import BankCall
 
-        calls = [_bank_call(record, context) for record, context in pending]
-        pending.clear()
-        # One INSERT written out (tpp_portal.rawsql): on the background refresh's path, the ORM's bulk_create
-        # costs more CPU than the statement itself.
+        calls = [_bank_call(record, context) for record, context in self.pending]
+        self.pending.clear()
         names = _audit_fields()
-        rawsql.insert(BankCall, names, [tuple(getattr(call, name) for name in names) for call in calls])
+        return BankCall, names, [tuple(getattr(call, name) for name in names) for call in calls]
 
+
+@contextlib.contextmanager
+def bank_audit_deferred() -> Iterator[DeferredAudit]:
+    """Bank calls made inside are audited by the ``flush()`` this yields: call it inside the transaction that
+    stores the bank's answer, so that the BankCall rows are committed with it (no commit of their own), or give
+    its ``rows()`` to the statement that stores the answer. Rows still kept back when the block ends (an
+    exception, an early return) are written then."""
+    flush = DeferredAudit()
+    token = _deferred_calls.set(flush.pending)
     try:
         yield flush
     finally:

@@ -19,6 +19,7 @@ server-binding cursor, and ``DATABASE_PREPARED_STATEMENTS=false`` turns it off f
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -99,29 +100,56 @@ def insert(model: type[Model], names: tuple[str, ...], rows: list[tuple[Any, ...
         return
     wrapper = connections[DEFAULT_DB_ALIAS]  # this thread's, looked up once (``connection`` is a proxy to it)
     fields, sql = _insert_statement(model, names, len(rows), wrapper.vendor)
-    params = [f.get_db_prep_save(value, wrapper) for row in rows for f, value in zip(fields, row, strict=True)]
+    params = _row_params(fields, rows, wrapper)
     with _write_cursor(wrapper, len(params)) as cursor:
         cursor.execute(sql, params)
 
 
+def _row_params(fields: tuple[Field, ...], rows: list[tuple[Any, ...]], wrapper: Any) -> list[Any]:
+    return [f.get_db_prep_save(value, wrapper) for row in rows for f, value in zip(fields, row, strict=True)]
+
+
 @functools.lru_cache(maxsize=64)
-def _insert_statement(model: type[Model], names: tuple[str, ...], count: int, vendor: str):  # vendor: cache key
+def _insert_statement(
+    model: type[Model], names: tuple[str, ...], count: int, vendor: str, *, conditional: bool = False
+):  # vendor: cache key. conditional: PostgreSQL, inside update_and_insert's WITH, only when ``changed`` has rows
     fields = tuple(model._meta.get_field(name) for name in names)
-    placeholders = "(" + ", ".join(["%s"] * len(fields)) + ")"
     columns_ = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    return fields, f"INSERT INTO {table(model)} ({columns_}) VALUES {', '.join([placeholders] * count)}"  # noqa: S608 - names from the model, values bound
+    if not conditional:
+        placeholders = "(" + ", ".join(["%s"] * len(fields)) + ")"
+        return fields, f"INSERT INTO {table(model)} ({columns_}) VALUES {', '.join([placeholders] * count)}"  # noqa: S608 - names from the model, values bound
+    # A VALUES list under SELECT takes no types from the target columns: each value is cast to its column's type
+    # without the length or precision (the INSERT applies those, refusing a too long text as it always does).
+    casts = "(" + ", ".join(f"%s::{_base_type(f)}" for f in fields) + ")"
+    return fields, (
+        f"INSERT INTO {table(model)} ({columns_}) SELECT * FROM (VALUES {', '.join([casts] * count)}) AS v "  # noqa: S608 - names from the model, values bound
+        "WHERE EXISTS (SELECT 1 FROM changed)"
+    )
+
+
+def _base_type(field: Field) -> str:
+    """``field``'s column type without its modifiers: ``varchar(12)`` -> ``varchar``."""
+    return re.sub(r"\(.*\)", "", field.db_type(connection)).strip()
 
 
 def insert_instances(objs: Sequence[Model]) -> None:
     """One INSERT of new instances of one model, the values as ``bulk_create`` writes them (each field's
     ``pre_save``, then ``get_db_prep_save``); the primary key is the database's and is not read back."""
-    if not objs:
-        return
+    if objs:
+        insert(*instance_rows(objs))
+
+
+#: What one INSERT writes: the model, the field names and the rows of their values (as :func:`insert` takes them).
+Rows = tuple[type[Model], tuple[str, ...], list[tuple[Any, ...]]]
+
+
+def instance_rows(objs: Sequence[Model]) -> Rows:
+    """New instances of one model as the rows :func:`insert` writes (as :func:`insert_instances` does)."""
     if any(obj.pk is not None for obj in objs):
         raise ValueError("insert_instances writes new rows: the database gives the primary key")
     model = type(objs[0])
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
-    insert(model, tuple(f.attname for f in fields), [tuple(f.pre_save(obj, True) for f in fields) for obj in objs])
+    return model, tuple(f.attname for f in fields), [tuple(f.pre_save(obj, True) for f in fields) for obj in objs]
 
 
 def update(model: type[Model], values: Mapping[str, Any], where: Mapping[str, Any]) -> int:
@@ -130,10 +158,19 @@ def update(model: type[Model], values: Mapping[str, Any], where: Mapping[str, An
     Values are plain ones (no expressions); on a model with ``auto_now`` fields, give their value. Conditions
     are equalities of concrete field names (``id``, not ``pk``): None, an empty tuple or another collection
     are refused rather than written as SQL that would differ from the ORM's (``= NULL``, ``IN ()``)."""
+    wrapper = connections[DEFAULT_DB_ALIAS]  # this thread's, looked up once (``connection`` is a proxy to it)
+    sql, params = _update_sql(wrapper, model, values, where)
+    # Marked for rollback on an error, as QuerySet.update does.
+    with transaction.mark_for_rollback_on_error(), _write_cursor(wrapper, len(params)) as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+def _update_sql(wrapper: Any, model: type[Model], values: Mapping[str, Any], where: Mapping[str, Any]):
+    """The statement of :func:`update` and its parameters."""
     for name, value in where.items():
         if value is None or (isinstance(value, tuple) and not value) or isinstance(value, list | set | frozenset):
             raise ValueError(f"rawsql.update: the condition on {name!r} needs a value or a non-empty tuple")
-    wrapper = connections[DEFAULT_DB_ALIAS]  # this thread's, looked up once (``connection`` is a proxy to it)
     shape = tuple((name, len(value) if isinstance(value, tuple) else None) for name, value in where.items())
     assigned, matched, sql = _update_statement(model, tuple(values), shape, wrapper.vendor)
     params = [f.get_db_prep_save(value, wrapper) for f, value in zip(assigned, values.values(), strict=True)]
@@ -142,10 +179,46 @@ def update(model: type[Model], values: Mapping[str, Any], where: Mapping[str, An
             params += [field.get_db_prep_value(item, wrapper) for item in value]
         else:
             params.append(field.get_db_prep_value(value, wrapper))
-    # Marked for rollback on an error, as QuerySet.update does.
+    return sql, params
+
+
+def update_and_insert(
+    model: type[Model],
+    values: Mapping[str, Any],
+    where: Mapping[str, Any],
+    *,
+    always: Sequence[Rows] = (),
+    if_updated: Sequence[Rows] = (),
+) -> int:
+    """:func:`update`, and INSERTs committed with it: the ``always`` rows whatever the UPDATE matched, the
+    ``if_updated`` rows only when it changed a row. Returns the number of rows it changed.
+
+    On PostgreSQL this is one statement (the UPDATE and the INSERTs as data-modifying WITH queries): outside a
+    transaction it commits by itself, in one round trip instead of five (BEGIN, three statements, COMMIT).
+    Elsewhere the statements run in one transaction (``transaction.atomic``)."""
+    always = [part for part in always if part[2]]
+    if_updated = [part for part in if_updated if part[2]]
+    wrapper = connections[DEFAULT_DB_ALIAS]
+    if wrapper.vendor != "postgresql":
+        with transaction.atomic(using=wrapper.alias):
+            for part in always:
+                insert(*part)
+            changed = update(model, values, where)
+            if changed:
+                for part in if_updated:
+                    insert(*part)
+        return changed
+    update_sql, params = _update_sql(wrapper, model, values, where)
+    queries = [f"changed AS ({update_sql} RETURNING 1)"]
+    for number, (target, names, rows) in enumerate([*always, *if_updated]):
+        conditional = number >= len(always)
+        fields, sql = _insert_statement(target, names, len(rows), wrapper.vendor, conditional=conditional)
+        params += _row_params(fields, rows, wrapper)
+        queries.append(f"insert_{number} AS ({sql})")
+    sql = f"WITH {', '.join(queries)} SELECT count(*) FROM changed"  # noqa: S608 - built above from the models
     with transaction.mark_for_rollback_on_error(), _write_cursor(wrapper, len(params)) as cursor:
         cursor.execute(sql, params)
-        return cursor.rowcount
+        return cursor.fetchone()[0]
 
 
 @functools.lru_cache(maxsize=64)

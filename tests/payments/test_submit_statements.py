@@ -150,3 +150,121 @@ def test_inserted_instances_must_be_new(alice):
         rawsql.insert_instances([event])
 
     assert PaymentEvent.objects.filter(payment=payment).count() == 1
+
+
+def _audit_rows(user, request_id: str) -> rawsql.Rows:
+    from tpp_portal.models import BankCall
+
+    call = BankCall(
+        started_at=timezone.now(),
+        method="POST",
+        path_template="/v1/payments/{product}",
+        request_id=request_id,
+        attempt=1,
+        status=201,
+        duration_ms=12,
+        tpp_message_codes=["WARNING_X"],
+        tpp_message_texts=["ø"],
+        psu_present=True,
+        bytes_sent=640,
+        bytes_received=1280,
+        user=user,
+    )
+    return rawsql.instance_rows([call])
+
+
+def _answer_events(payment: Payment, actor) -> list[PaymentEvent]:
+    return [
+        PaymentEvent(payment=payment, kind=PaymentEventKind.SUBMITTED, actor=actor),  # ``at`` by its default
+        PaymentEvent(
+            payment=payment,
+            at=timezone.now().replace(microsecond=7),
+            kind=PaymentEventKind.STATUS,
+            transaction_status="ACCP",
+            funds_available=False,  # a boolean, and None for the other row
+            detail="Ikke dekning: æøå",
+        ),
+    ]
+
+
+def _events(payment: Payment) -> list[tuple]:
+    return [
+        (e.kind, e.transaction_status, e.funds_available, e.actor_id, e.detail)
+        for e in PaymentEvent.objects.filter(payment=payment).order_by("pk")
+    ]
+
+
+def test_update_and_insert_writes_the_update_and_every_row_as_the_orm_would(alice):
+    from tpp_portal.models import BankCall
+
+    by_orm, written_out = _twins(alice)
+    values = {"state": PaymentState.INITIATED, "transaction_status": "ACCP", "updated_at": timezone.now()}
+    where = {"state": (PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN)}
+
+    assert Payment.objects.filter(pk=by_orm.pk, state__in=where["state"]).update(**values) == 1
+    PaymentEvent.objects.bulk_create(_answer_events(by_orm, alice))
+    _model, names, rows = _audit_rows(alice, "by-orm")
+    BankCall.objects.bulk_create([BankCall(**dict(zip(names, row, strict=True))) for row in rows])
+    changed = rawsql.update_and_insert(
+        Payment,
+        values,
+        where={"id": written_out.pk, **where},
+        always=[_audit_rows(alice, "written-out")],
+        if_updated=[rawsql.instance_rows(_answer_events(written_out, alice))],
+    )
+
+    assert changed == 1
+    assert _stored(written_out) == _stored(by_orm)
+    assert _events(written_out) == _events(by_orm) != []
+    audit = {
+        c.request_id: (c.status, c.tpp_message_codes, c.tpp_message_texts, c.user_id, c.bytes_sent)
+        for c in BankCall.objects.all()
+    }
+    assert audit["written-out"] == audit["by-orm"] == (201, ["WARNING_X"], ["ø"], alice.pk, 640)
+
+
+def test_update_and_insert_that_matches_nothing_writes_only_the_rows_always_written(alice):
+    from tpp_portal.models import BankCall
+
+    payment = PaymentFactory(user=alice, state=PaymentState.INITIATED)  # another writer stored the answer
+    before = _stored(payment)
+
+    changed = rawsql.update_and_insert(
+        Payment,
+        {"state": PaymentState.INITIATED, "transaction_status": "RJCT", "updated_at": timezone.now()},
+        where={"id": payment.pk, "state": (PaymentState.SUBMITTING,)},
+        always=[_audit_rows(alice, "kept")],
+        if_updated=[rawsql.instance_rows(_answer_events(payment, alice))],
+    )
+
+    assert changed == 0
+    assert _stored(payment) == before
+    assert _events(payment) == []
+    assert list(BankCall.objects.values_list("request_id", flat=True)) == ["kept"]
+
+
+def test_update_and_insert_is_one_transaction_a_refused_row_leaves_nothing_written(alice):
+    from django.db import DataError, IntegrityError, transaction
+
+    from tpp_portal.models import BankCall
+
+    payment = PaymentFactory(user=alice, state=PaymentState.SUBMITTING)
+    before = _stored(payment)
+    too_long = PaymentEvent(payment=payment, kind=PaymentEventKind.STATUS, transaction_status="ACCP-TOO-LONG")
+
+    # PostgreSQL refuses the text longer than the column (the value's cast has no length to cut it at); SQLite
+    # does not check lengths, so there a missing required value is refused instead.
+    refused = too_long if connection.vendor == "postgresql" else PaymentEvent(payment=payment, kind=None)
+    refusal = r"too long for type character varying\(4\)|NOT NULL constraint failed: payments_paymentevent\.kind"
+    with pytest.raises((DataError, IntegrityError), match=refusal), transaction.atomic():
+        rawsql.update_and_insert(
+            Payment,
+            {"state": PaymentState.INITIATED, "updated_at": timezone.now()},
+            where={"id": payment.pk, "state": (PaymentState.SUBMITTING,)},
+            always=[_audit_rows(alice, "rolled-back")],
+            if_updated=[rawsql.instance_rows([refused])],
+        )
+
+    assert _stored(payment) == before
+    assert _events(payment) == []
+    assert not BankCall.objects.exists()
