@@ -392,20 +392,21 @@ def _store_initiated(
     )
     # One transaction: the audit rows whatever happens, the answer and its events only if no other writer stored
     # them first (on PostgreSQL one statement, committed in one round trip).
-    updated = rawsql.update_and_insert(
-        Payment,
-        {
-            "state": PaymentState.INITIATED,
-            "psu_identity": "",
-            "initiation_psu": "",
-            "reconcile_at": None,
-            "updated_at": now,
-            **fields,
-        },
-        where={"id": payment.pk, "state": _CALLING_STATES},
-        always=[flush_audit.rows()],
-        if_updated=[rawsql.instance_rows(rows)],
-    )
+    with flush_audit.taken() as audit:
+        updated = rawsql.update_and_insert(
+            Payment,
+            {
+                "state": PaymentState.INITIATED,
+                "psu_identity": "",
+                "initiation_psu": "",
+                "reconcile_at": None,
+                "updated_at": now,
+                **fields,
+            },
+            where={"id": payment.pk, "state": _CALLING_STATES},
+            always=[audit],
+            if_updated=[rawsql.instance_rows(rows)],
+        )
     if updated != 1:
         return False
     # What the UPDATE wrote, without reading the row back.

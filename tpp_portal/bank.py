@@ -68,24 +68,37 @@ class DeferredAudit:
     def __call__(self) -> None:
         """Write the kept-back rows (one INSERT written out, ``tpp_portal.rawsql``: on the background refresh's
         path the ORM's bulk_create costs more CPU than the statement itself)."""
-        rawsql.insert(*self.rows())
-
-    def rows(self) -> rawsql.Rows:
-        """The kept-back rows for a caller that writes them in its own statement (``rawsql.update_and_insert``);
-        they are no longer kept back."""
-        from tpp_portal.models import BankCall
-
-        calls = [_bank_call(record, context) for record, context in self.pending]
+        taken = list(self.pending)
         self.pending.clear()
-        names = _audit_fields()
-        return BankCall, names, [tuple(getattr(call, name) for name in names) for call in calls]
+        rawsql.insert(*_audit_rows(taken))
+
+    @contextlib.contextmanager
+    def taken(self) -> Iterator[rawsql.Rows]:
+        """The kept-back rows for a caller that writes them in its own statement (``rawsql.update_and_insert``).
+        They are no longer kept back, unless the block fails: then they are written when the
+        ``bank_audit_deferred`` block ends."""
+        taken = list(self.pending)
+        self.pending.clear()
+        try:
+            yield _audit_rows(taken)
+        except BaseException:
+            self.pending[:0] = taken
+            raise
+
+
+def _audit_rows(calls: list[tuple[AuditRecord, AuditContext]]) -> rawsql.Rows:
+    from tpp_portal.models import BankCall
+
+    names = _audit_fields()
+    made = [_bank_call(record, context) for record, context in calls]
+    return BankCall, names, [tuple(getattr(call, name) for name in names) for call in made]
 
 
 @contextlib.contextmanager
 def bank_audit_deferred() -> Iterator[DeferredAudit]:
     """Bank calls made inside are audited by the ``flush()`` this yields: call it inside the transaction that
     stores the bank's answer, so that the BankCall rows are committed with it (no commit of their own), or give
-    its ``rows()`` to the statement that stores the answer. Rows still kept back when the block ends (an
+    its ``taken()`` rows to the statement that stores the answer. Rows still kept back when the block ends (an
     exception, an early return) are written then."""
     flush = DeferredAudit()
     token = _deferred_calls.set(flush.pending)
@@ -93,7 +106,8 @@ def bank_audit_deferred() -> Iterator[DeferredAudit]:
         yield flush
     finally:
         _deferred_calls.reset(token)
-        flush()
+        if flush.pending:
+            flush()
 
 
 @functools.cache

@@ -10,27 +10,29 @@ decrypted fields), so callers get the same values and model instances as from th
 come from the models, values are always bound parameters. ``tests/accounts/test_refresh_statements.py`` and
 ``tests/payments/test_submit_statements.py`` check each statement against the ORM's on SQLite and PostgreSQL.
 
-On PostgreSQL the writes (:func:`insert`, :func:`update`) are also prepared on the server, once per connection
-and statement text: parsing and planning took about as long as running them. Django leaves psycopg's prepared
-statements off (a pooler in transaction mode loses them); here only these statements are prepared, through a
-server-binding cursor, and ``DATABASE_PREPARED_STATEMENTS=false`` turns it off for such a pooler.
+On PostgreSQL the writes (:func:`insert`, :func:`update`, :func:`update_and_insert`) are also prepared on the
+server, from their second run on a connection: parsing and planning took about as long as running them. Django
+leaves psycopg's prepared statements off (a pooler in transaction mode loses them); here only these statements
+are prepared, through a server-binding cursor, and ``DATABASE_PREPARED_STATEMENTS=false`` turns it off for such a
+pooler. A migration that changes the type of a column these statements write fails them on the connections
+open at the time (the statement keeps the old parameter types) until they are closed: at most
+``CONN_MAX_AGE`` (60 s), or restart the workers after such a migration.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 from django.db.models import Field, Model
 
 #: PostgreSQL's limit on the parameters of one statement bound on the server; a longer one is bound client-side.
 MAX_SERVER_PARAMETERS = 65535
-#: psycopg prepares a statement after this many executions on a connection: never, unless asked (as here).
-_ONLY_WHEN_ASKED = 1 << 30
 
 
 def quoted(model: type[Model], name: str) -> str:
@@ -106,7 +108,22 @@ def insert(model: type[Model], names: tuple[str, ...], rows: list[tuple[Any, ...
 
 
 def _row_params(fields: tuple[Field, ...], rows: list[tuple[Any, ...]], wrapper: Any) -> list[Any]:
-    return [f.get_db_prep_save(value, wrapper) for row in rows for f, value in zip(fields, row, strict=True)]
+    return [_saved(f, value, wrapper) for row in rows for f, value in zip(fields, row, strict=True)]
+
+
+#: Field classes (exactly these, not subclasses) whose ``get_db_prep_save`` gives back a value of the type here
+#: (or of a subclass: a text choice) unchanged on every backend: ``to_python`` returns it as it is and no backend
+#: adapts it. ``tests/tpp_portal/test_rawsql_prepared.py`` checks it against the ORM.
+_SAVED_AS_IS: dict[type, type] = {models.CharField: str, models.TextField: str, models.BooleanField: bool}
+
+
+def _saved(field: Field, value: Any, wrapper: Any) -> Any:
+    """``field.get_db_prep_save(value, wrapper)``, without its calls for the texts and booleans it leaves as
+    they are (most of the values of the hot statements)."""
+    kind = _SAVED_AS_IS.get(field.__class__)
+    if kind is not None and isinstance(value, kind):
+        return value
+    return field.get_db_prep_save(value, wrapper)
 
 
 @functools.lru_cache(maxsize=64)
@@ -144,7 +161,10 @@ Rows = tuple[type[Model], tuple[str, ...], list[tuple[Any, ...]]]
 
 
 def instance_rows(objs: Sequence[Model]) -> Rows:
-    """New instances of one model as the rows :func:`insert` writes (as :func:`insert_instances` does)."""
+    """New instances of one model (at least one) as the rows :func:`insert` writes (as
+    :func:`insert_instances` does)."""
+    if not objs:
+        raise ValueError("instance_rows needs at least one instance (it names their model)")
     if any(obj.pk is not None for obj in objs):
         raise ValueError("insert_instances writes new rows: the database gives the primary key")
     model = type(objs[0])
@@ -173,7 +193,7 @@ def _update_sql(wrapper: Any, model: type[Model], values: Mapping[str, Any], whe
             raise ValueError(f"rawsql.update: the condition on {name!r} needs a value or a non-empty tuple")
     shape = tuple((name, len(value) if isinstance(value, tuple) else None) for name, value in where.items())
     assigned, matched, sql = _update_statement(model, tuple(values), shape, wrapper.vendor)
-    params = [f.get_db_prep_save(value, wrapper) for f, value in zip(assigned, values.values(), strict=True)]
+    params = [_saved(f, value, wrapper) for f, value in zip(assigned, values.values(), strict=True)]
     for field, value in zip(matched, where.values(), strict=True):
         if isinstance(value, tuple):
             params += [field.get_db_prep_value(item, wrapper) for item in value]
@@ -194,8 +214,10 @@ def update_and_insert(
     ``if_updated`` rows only when it changed a row. Returns the number of rows it changed.
 
     On PostgreSQL this is one statement (the UPDATE and the INSERTs as data-modifying WITH queries): outside a
-    transaction it commits by itself, in one round trip instead of five (BEGIN, three statements, COMMIT).
-    Elsewhere the statements run in one transaction (``transaction.atomic``)."""
+    transaction it commits by itself, in one round trip instead of five (BEGIN, three statements, COMMIT); the
+    database chooses the order of the INSERTs (do not rely on the order of primary keys across them). Elsewhere
+    the statements run in one transaction (``transaction.atomic``). Inside a transaction either way is a
+    savepoint: an error leaves the outer transaction usable."""
     always = [part for part in always if part[2]]
     if_updated = [part for part in if_updated if part[2]]
     wrapper = connections[DEFAULT_DB_ALIAS]
@@ -216,7 +238,8 @@ def update_and_insert(
         params += _row_params(fields, rows, wrapper)
         queries.append(f"insert_{number} AS ({sql})")
     sql = f"WITH {', '.join(queries)} SELECT count(*) FROM changed"  # noqa: S608 - built above from the models
-    with transaction.mark_for_rollback_on_error(), _write_cursor(wrapper, len(params)) as cursor:
+    savepoint = transaction.atomic(using=wrapper.alias) if wrapper.in_atomic_block else contextlib.nullcontext()
+    with savepoint, transaction.mark_for_rollback_on_error(), _write_cursor(wrapper, len(params)) as cursor:
         cursor.execute(sql, params)
         return cursor.fetchone()[0]
 
@@ -238,9 +261,10 @@ def _update_statement(
 
 def _write_cursor(wrapper: Any, parameters: int) -> Any:
     """A cursor of ``wrapper`` (this thread's connection) for one write: on PostgreSQL with prepared statements
-    allowed, a server-binding cursor that prepares what it runs, wrapped as Django wraps its own cursors (execute
-    wrappers apply); else the connection's usual cursor. Also the usual one while Django logs the queries (DEBUG,
-    a test's query capture): its log shows a statement bound on the server without its text."""
+    allowed, a server-binding cursor whose statements are prepared from their second run on the connection,
+    wrapped as Django wraps its own cursors (execute wrappers apply); else the connection's usual cursor. Also the
+    usual one while Django logs the queries (DEBUG, a test's query capture): its log shows a statement bound on
+    the server without its text."""
     if (
         wrapper.vendor != "postgresql"
         or not _psycopg3()
@@ -249,12 +273,10 @@ def _write_cursor(wrapper: Any, parameters: int) -> Any:
         or wrapper.queries_logged
     ):
         return wrapper.cursor()
+    wrapper.close_if_health_check_failed()  # as Django's own cursor() does
     wrapper.ensure_connection()
-    raw = wrapper.connection
-    if raw.prepare_threshold is None:  # Django's default: psycopg prepares nothing, even when asked
-        raw.prepare_threshold = _ONLY_WHEN_ASKED  # the other cursors bind client-side and never prepare
     with wrapper.wrap_database_errors:
-        return wrapper._prepare_cursor(_preparing_cursor_class()(raw))
+        return wrapper._prepare_cursor(_preparing_cursor_class()(wrapper.connection))
 
 
 @functools.cache
@@ -264,14 +286,29 @@ def _psycopg3() -> bool:
     return is_psycopg3
 
 
+#: psycopg prepares one of these statements when it runs for the second time on a connection (one run more than
+#: an unprepared statement costs: its Parse), and runs it prepared from then on.
+PREPARE_AFTER = 1
+
+
 @functools.cache
 def _preparing_cursor_class() -> type:
     from django.db.backends.postgresql.base import ServerBindingCursor
 
     class PreparingCursor(ServerBindingCursor):
-        """Binds on the server and prepares each statement it runs (psycopg keeps the names per connection)."""
+        """Binds on the server; psycopg prepares what it runs. Django leaves psycopg's ``prepare_threshold``
+        None (nothing prepared); it is set only around this cursor's statements, because with a threshold
+        psycopg counts every query the connection runs, keeping each one's text (with its values: client-side
+        binding) in memory. A threshold the deployment set itself (``OPTIONS``) is left as it is."""
 
         def execute(self, query, params=None, *, prepare=None, binary=None):
-            return super().execute(query, params, prepare=True if prepare is None else prepare, binary=binary)
+            connection_ = self.connection
+            if connection_.prepare_threshold is not None:
+                return super().execute(query, params, prepare=prepare, binary=binary)
+            connection_.prepare_threshold = PREPARE_AFTER
+            try:
+                return super().execute(query, params, prepare=prepare, binary=binary)
+            finally:
+                connection_.prepare_threshold = None
 
     return PreparingCursor

@@ -146,8 +146,9 @@ else:
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;",
         }
     )
-# The hot writes of the refresh and of payment submission (tpp_portal.rawsql) are prepared on the server once per
-# connection. A pooler that loses prepared statements (PgBouncer in transaction mode before 1.21) needs false.
+# The hot writes of the refresh and of payment submission (tpp_portal.rawsql) are prepared on the server, from
+# their second run on a connection. A pooler that cannot keep prepared statements (PgBouncer in transaction mode
+# before 1.22, or with max_prepared_statements = 0) needs false.
 DATABASE_PREPARED_STATEMENTS = env.bool(
     "DATABASE_PREPARED_STATEMENTS",
     True,
