@@ -286,8 +286,8 @@ def _psycopg3() -> bool:
     return is_psycopg3
 
 
-#: psycopg prepares one of these statements when it runs for the second time on a connection (one run more than
-#: an unprepared statement costs: its Parse), and runs it prepared from then on.
+#: psycopg prepares one of these statements on its second run on a connection and runs it prepared from then on
+#: (preparing costs a round trip more, so a statement run only once on a connection is never prepared).
 PREPARE_AFTER = 1
 
 
