@@ -149,24 +149,18 @@ def _base_type(field: Field) -> str:
     return re.sub(r"\(.*\)", "", field.db_type(connection)).strip()
 
 
-def insert_instances(objs: Sequence[Model]) -> None:
-    """One INSERT of new instances of one model, the values as ``bulk_create`` writes them (each field's
-    ``pre_save``, then ``get_db_prep_save``); the primary key is the database's and is not read back."""
-    if objs:
-        insert(*instance_rows(objs))
-
-
 #: What one INSERT writes: the model, the field names and the rows of their values (as :func:`insert` takes them).
 Rows = tuple[type[Model], tuple[str, ...], list[tuple[Any, ...]]]
 
 
 def instance_rows(objs: Sequence[Model]) -> Rows:
-    """New instances of one model (at least one) as the rows :func:`insert` writes (as
-    :func:`insert_instances` does)."""
+    """New instances of one model (at least one) as the rows :func:`insert` writes, the values as
+    ``bulk_create`` writes them (each field's ``pre_save``, then ``get_db_prep_save``); the primary key is the
+    database's and is not read back."""
     if not objs:
         raise ValueError("instance_rows needs at least one instance (it names their model)")
     if any(obj.pk is not None for obj in objs):
-        raise ValueError("insert_instances writes new rows: the database gives the primary key")
+        raise ValueError("instance_rows takes new rows only: the database gives the primary key")
     model = type(objs[0])
     fields = [f for f in model._meta.concrete_fields if not f.primary_key]
     return model, tuple(f.attname for f in fields), [tuple(f.pre_save(obj, True) for f in fields) for obj in objs]

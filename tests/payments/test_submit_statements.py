@@ -1,6 +1,6 @@
-"""The submit path's written-out statements (``tpp_portal.rawsql.update`` and ``insert_instances``, used by the
-claim and by the storing of the bank's answer): they write exactly what the ORM would, on SQLite and on
-PostgreSQL alike (CI runs this file on PostgreSQL)."""
+"""The submit path's written-out statements (``tpp_portal.rawsql.update``, ``insert`` of ``instance_rows`` and
+``update_and_insert``, used by the claim and by the storing of the bank's answer): they write exactly what the
+ORM would, on SQLite and on PostgreSQL alike (CI runs this file on PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -113,8 +113,8 @@ def test_inserted_instances_are_stored_as_bulk_create_stores_them(alice, bob):
         ]
 
     PaymentEvent.objects.bulk_create(events(by_orm))
-    rawsql.insert_instances(events(written_out))
-    rawsql.insert_instances([])  # nothing to write: no statement
+    rawsql.insert(*rawsql.instance_rows(events(written_out)))
+    rawsql.insert(PaymentEvent, ("payment_id",), [])  # nothing to write: no statement
 
     def stored(payment):
         return [
@@ -147,7 +147,7 @@ def test_inserted_instances_must_be_new(alice):
     event = PaymentEvent.objects.create(payment=payment, kind=PaymentEventKind.CREATED)
 
     with pytest.raises(ValueError, match="new rows"):
-        rawsql.insert_instances([event])
+        rawsql.instance_rows([event])
 
     assert PaymentEvent.objects.filter(payment=payment).count() == 1
 

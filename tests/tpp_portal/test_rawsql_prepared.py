@@ -35,7 +35,7 @@ def _update(payment: Payment) -> int:
 
 def _insert(payment: Payment) -> None:
     event = PaymentEvent(payment=payment, kind=PaymentEventKind.STATUS, transaction_status="RCVD")
-    rawsql.insert_instances([event])
+    rawsql.insert(*rawsql.instance_rows([event]))
 
 
 @postgresql
