@@ -29,7 +29,7 @@ from bank_simulator.security.httpsig import (
 )
 from devtools import pki
 
-VECTORS = json.loads(Path("/work/shared/reference/http-signature-test-vectors.json").read_text())
+VECTORS = json.loads((Path(__file__).parents[1] / "fixtures" / "http-signature-test-vectors.json").read_text())
 
 
 def _vector_headers() -> dict[str, str]:

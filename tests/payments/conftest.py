@@ -13,7 +13,7 @@ import pytest
 
 from payments.models import ExchangeRate, ExchangeRateSource
 
-RECORDED_EXR = (Path(__file__).parent / "norges_bank_exr.sdmx.json").read_bytes()
+RECORDED_EXR = (Path(__file__).parents[1] / "fixtures" / "norges_bank_exr.sdmx.json").read_bytes()
 TODAY = date(2026, 11, 20)  # a Friday; the recorded response's last business day
 
 

@@ -18,7 +18,7 @@ from cryptography.x509.oid import NameOID
 from devtools import pki
 from xs2a import signing
 
-VECTORS = json.loads(Path("/work/shared/reference/http-signature-test-vectors.json").read_text())
+VECTORS = json.loads((Path(__file__).parents[1] / "fixtures" / "http-signature-test-vectors.json").read_text())
 FIXED = datetime(2014, 1, 5, 21, 31, 40, tzinfo=UTC)
 
 
