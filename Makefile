@@ -55,7 +55,7 @@ bank: venv certs
 	$(PY) -m bank_simulator sandbox_initialize --if-empty
 	BANK_PORT=$${PORT:-$(BANK_PORT)} $(BIN)/honcho start --procfile bank_simulator/Procfile --app-root .
 
-CODE_DIRS := xs2a bank_simulator tpp_portal accounts payments sandbox_admin devtools bench
+CODE_DIRS := xs2a bank_simulator tpp_portal users connections accounts payments staff sandbox_admin devtools bench
 
 # ruff (style and its S security rules) and bandit (static security scan, configured in pyproject.toml).
 # The dependency audit is a test (tests/security/test_dependencies.py): offline, against the snapshot below.

@@ -4,7 +4,13 @@ from django.utils.translation import gettext_lazy as _
 
 class AccountsConfig(AppConfig):
     name = "accounts"
-    verbose_name = _("Bank connections and accounts")
+    verbose_name = _("Bank accounts")
 
     def ready(self):
-        from accounts import checks, signals  # noqa: F401 - registers the system checks and sign-in receiver
+        from accounts import services
+        from connections import plugins
+
+        # A consent granted: read its accounts and balances while the PSU is present. A connection ended: its
+        # accounts, balances and transactions go.
+        plugins.on_consent_granted(services.connection_fetch_accounts)
+        plugins.on_connection_ended(services.connection_accounts_remove)

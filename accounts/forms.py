@@ -1,117 +1,96 @@
-"""Forms of signing up, signing in and confirming the password. They validate; accounts.user_services writes."""
+"""The filters of an account's transactions (the account page and its CSV export)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django import forms
-from django.contrib.auth import authenticate, get_user_model, password_validation
-from django.contrib.auth.forms import AuthenticationForm, PasswordChangeForm, SetPasswordMixin
 from django.utils.translation import gettext_lazy as _
 
-from accounts import user_services
+from accounts.models import TransactionStatus
+from accounts.selectors import TransactionFilters
 
-User = get_user_model()
-
-
-def normalize_sign_in_name(value: str) -> str:
-    """Customers sign in with their e-mail address, which is stored lower-case; other names stay as typed."""
-    value = value.strip()
-    return value.lower() if "@" in value else value
+#: Larger than any amount the bank stores (Transaction.amount: 23 digits, 5 of them decimals).
+_AMOUNT_LIMIT = Decimal("999999999999999999")
 
 
-def _password_help_text() -> str:
-    # The validators' own sentences as one paragraph (field.html shows help in a <p>, where a list cannot go).
-    return " ".join(password_validation.password_validators_help_texts())
+class AmountField(forms.DecimalField):
+    """A decimal in the active language's format; spaces (the grouping in nb: "1 250,50") are ignored."""
+
+    def to_python(self, value):
+        if isinstance(value, str):
+            value = "".join(value.split())  # also the no-break spaces that number formatting writes
+        return super().to_python(value)
 
 
-class SignUpForm(SetPasswordMixin, forms.Form):
-    email = forms.EmailField(
-        label=_("E-mail address"),
-        max_length=150,  # it becomes the username
-        widget=forms.EmailInput(attrs={"autocomplete": "email", "autofocus": True}),
+def _amount_field(label: str) -> AmountField:
+    return AmountField(
+        label=label,
+        required=False,
+        min_value=Decimal(0),
+        max_value=_AMOUNT_LIMIT,
+        max_digits=23,
+        decimal_places=5,
+        localize=True,  # "1 250,50" in nb, "1,250.50" in en
+        widget=forms.TextInput(attrs={"inputmode": "decimal", "autocomplete": "off", "size": 12}),
     )
-    password1, password2 = SetPasswordMixin.create_password_fields()
 
-    # No "address already in use" error: that would tell anyone which addresses have accounts. The sign-up
-    # service mails the owner instead, and the page answers the same in every case.
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["password1"].help_text = _password_help_text()
 
-    def clean_email(self) -> str:
-        return User.objects.normalize_email(self.cleaned_data["email"]).lower()
+class TransactionFilterForm(forms.Form):
+    status = forms.ChoiceField(
+        label=_("Show"),
+        required=False,
+        choices=[("", _("Booked and pending")), *TransactionStatus.choices],
+    )
+    date_from = forms.DateField(
+        label=_("Booked from"), required=False, widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+    )
+    date_to = forms.DateField(
+        label=_("Booked to"), required=False, widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+    )
+    q = forms.CharField(
+        label=_("Text"),
+        required=False,
+        max_length=100,
+        strip=True,
+        help_text=_("Name, account, message, KID"),
+        widget=forms.TextInput(attrs={"type": "search", "autocomplete": "off"}),
+    )
+    direction = forms.ChoiceField(
+        label=_("Direction"),
+        required=False,
+        choices=[("", _("In and out")), ("in", _("Money in")), ("out", _("Money out"))],
+    )
+    amount_min = _amount_field(_("Amount from"))
+    amount_max = _amount_field(_("Amount to"))
+
+    def clean_q(self) -> str:
+        value = self.cleaned_data["q"]
+        if value and not value.isprintable():
+            raise forms.ValidationError(_("Use letters, digits and punctuation only."))
+        return value
 
     def clean(self):
-        cleaned = super().clean()
-        self.validate_passwords()
-        email = cleaned.get("email")
-        # Checked against the would-be user (its username is the same address, so only the e-mail is given and
-        # the similarity message names the e-mail address).
-        self.validate_password_for_user(User(email=email or ""))
-        return cleaned
+        data = super().clean()
+        start, end = data.get("date_from"), data.get("date_to")
+        if start and end and start > end:
+            self.add_error("date_to", _("The end date is before the start date."))
+        low, high = data.get("amount_min"), data.get("amount_max")
+        if low is not None and high is not None and low > high:
+            self.add_error("amount_max", _("The largest amount is smaller than the smallest."))
+        return data
 
-
-class SignInForm(AuthenticationForm):
-    """Django's sign-in form with the e-mail address as the name; django-axes counts its failures."""
-
-    def __init__(self, request=None, *args, **kwargs):
-        super().__init__(request, *args, **kwargs)
-        self.fields["username"].label = _("E-mail address")
-        self.fields["username"].widget.attrs.update({"autocomplete": "username", "inputmode": "email"})
-
-    def clean_username(self) -> str:
-        return normalize_sign_in_name(self.cleaned_data["username"])
-
-
-class ReauthenticateForm(forms.Form):
-    """The password again, before a payment; a wrong one counts as a failed sign-in (django-axes)."""
-
-    password = forms.CharField(
-        label=_("Password"),
-        strip=False,
-        widget=forms.PasswordInput(attrs={"autocomplete": "current-password", "autofocus": True}),
-    )
-
-    error_messages = {"invalid_password": _("That password is not correct. Please try again.")}
-
-    def __init__(self, *args, request, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.request = request
-
-    def clean_password(self) -> str:
-        password = self.cleaned_data["password"]
-        if not password_confirms_user(self.request, password):
-            raise forms.ValidationError(self.error_messages["invalid_password"], code="invalid_password")
-        return password
-
-
-def password_confirms_user(request, password: str) -> bool:
-    """True when ``password`` is the signed-in user's, checked through authenticate() so django-axes counts it.
-
-    A wrong password is a failed sign-in for django-axes (five in a row lock the name and address out; the
-    locked-out answer is raised from authenticate itself). A right one forgets the earlier failures of this user
-    from this address, as a successful sign-in does, so typos spread over a day do not add up to a lockout.
-    """
-    user = request.user
-    authenticated = authenticate(request, username=user.get_username(), password=password)
-    if authenticated is None or authenticated.pk != user.pk:
-        return False
-    user_services.user_reset_failed_sign_ins(request=request, username=user.get_username())
-    return True
-
-
-class CountedPasswordChangeForm(PasswordChangeForm):
-    """Django's password-change form, but the old password goes through authenticate() (django-axes counts it).
-
-    Django's form calls user.check_password(), which no sign-in limit sees: anyone holding a session could guess
-    the password without limit there.
-    """
-
-    def __init__(self, user, *args, request, **kwargs):
-        super().__init__(user, *args, **kwargs)
-        self.request = request
-
-    def clean_old_password(self) -> str:
-        old_password = self.cleaned_data["old_password"]
-        if not password_confirms_user(self.request, old_password):
-            raise forms.ValidationError(self.error_messages["password_incorrect"], code="password_incorrect")
-        return old_password
+    def filters(self) -> TransactionFilters:
+        """The filters (call after is_valid() returned True; an unbound form filters nothing)."""
+        if not self.is_bound:
+            return TransactionFilters()
+        data = self.cleaned_data
+        return TransactionFilters(
+            status=data.get("status") or "",
+            date_from=data.get("date_from"),
+            date_to=data.get("date_to"),
+            text=data.get("q") or "",
+            amount_min=data.get("amount_min"),
+            amount_max=data.get("amount_max"),
+            direction=data.get("direction") or "",
+        )

@@ -1,9 +1,7 @@
-"""Bank connections of portal users: the connection (consent), its event timeline, the SCA state, the accounts.
+"""Bank accounts of a connection, their balances and transactions, and the ledger of unattended bank calls.
 
-Users themselves are Django's ``auth.User`` (see user_services.py). Writes go through accounts/services.py; in
-particular every change of ``BankConnection.state`` goes through ``services.connection_transition``, which
-appends a ``ConnectionEvent``. Field labels are for operators (admin, support) and stay English, out of the nb
-catalogue; the choice labels are shown to users and are translated.
+The connection itself (PSU identity, consent, SCA) is the connections app's. Writes go through
+accounts/services.py, accounts/sync.py and accounts/refresh.py. Field labels are for operators and stay English.
 """
 
 from __future__ import annotations
@@ -11,184 +9,9 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
-
-from accounts.crypto import EncryptedTextField
-
-#: A TPP-Session-ID state may be used this long after it was made (issue 6).
-SCA_STATE_LIFETIME = timedelta(minutes=10)
-#: The bank-offered consent lasts this long after its SCA (bank-api-spec section 8, the bank's rule).
-CONSENT_VALIDITY = timedelta(days=180)
-
-
-class PsuContextChoice(models.TextChoices):
-    """PSU-Context (spec section 1): whose accounts the PSU acts on."""
-
-    PRIVATE = "PRIVATE", _("Private")  # the PSU's own accounts
-    CORPORATE = "CORPORATE", _("Corporate")  # a company's accounts, through one agreement (PSU-Corporate-ID)
-
-
-class ConnectionAccess(models.TextChoices):
-    """What the connection was made for."""
-
-    ACCOUNTS = "accounts", _("Account information and payments")  # bank-offered consent: accounts, balances
-    PAYMENTS = "payments", _("Payments only")  # /v1/users: the PSU-ID only, no account consent
-
-
-class ConnectionState(models.TextChoices):
-    """Life of a bank connection. Allowed moves: ``services.CONNECTION_TRANSITIONS``."""
-
-    # SCA succeeded and the PSU-ID is stored; the consented accounts have not been fetched (yet).
-    PENDING = "pending", _("Waiting for accounts")
-    # The consent works: accounts fetched, balances can be refreshed.
-    ACTIVE = "active", _("Connected")
-    # The bank answered 401 with scaRedirect or a consent error: the PSU must authenticate again. The old
-    # consent data stays until a reconnect succeeds.
-    NEEDS_RECONNECT = "needs_reconnect", _("Needs reconnecting")
-    # The user disconnected: PSU identifiers, accounts and balances are removed; only the timeline remains.
-    # The consent at the bank is left to the bank (spec section 5.7: the PSU revokes it there).
-    DISCONNECTED = "disconnected", _("Disconnected")
-
-
-class BankConnection(models.Model):
-    """One PSU identity (and, in corporate context, one agreement) of a portal user at the bank."""
-
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, verbose_name="user", on_delete=models.CASCADE, related_name="bank_connections"
-    )
-    context = models.CharField("context", max_length=10, choices=PsuContextChoice.choices)
-    access = models.CharField(
-        ("access"), max_length=10, choices=ConnectionAccess.choices, default=ConnectionAccess.ACCOUNTS
-    )
-    state = models.CharField(
-        ("state"), max_length=20, choices=ConnectionState.choices, default=ConnectionState.PENDING
-    )
-    # PSU-ID and PSU-Corporate-ID (the corporate agreement's id), encrypted at rest, with their keyed hashes for
-    # lookups (the same bank identity connected again updates its connection instead of adding one).
-    psu_id = EncryptedTextField("PSU-ID", blank=True)
-    psu_id_hash = models.CharField("PSU-ID lookup hash", max_length=64, blank=True, editable=False)
-    psu_corporate_id = EncryptedTextField("PSU-Corporate-ID", blank=True)
-    psu_corporate_id_hash = models.CharField(
-        ("PSU-Corporate-ID lookup hash"), max_length=64, blank=True, editable=False
-    )
-    agreement_name = models.CharField("agreement", max_length=140, blank=True)
-    sca_at = models.DateTimeField("last SCA", null=True, blank=True)
-    consent_valid_until = models.DateTimeField("consent valid until", null=True, blank=True)
-    accounts_fetched_at = models.DateTimeField("accounts fetched", null=True, blank=True)
-    created_at = models.DateTimeField("created", auto_now_add=True)
-    updated_at = models.DateTimeField("updated", auto_now=True)
-
-    class Meta:
-        verbose_name = "bank connection"
-        verbose_name_plural = "bank connections"
-        ordering = ["created_at", "id"]
-        constraints = [
-            # One connection per bank identity and agreement for a user: a second SCA for the same identity
-            # renews that connection (services.sca_callback_accept). Rows without identifiers (disconnected)
-            # are outside the constraint.
-            models.UniqueConstraint(
-                fields=["user", "psu_id_hash", "psu_corporate_id_hash"],
-                condition=~Q(psu_id_hash=""),
-                name="bankconnection_identity_unique",
-            ),
-        ]
-        indexes = [
-            # The connections page and the accounts overview: a user's connections by state.
-            models.Index(fields=["user", "state"], name="bankconnection_user_state_idx"),
-            # The daily reminder run (services.consent_reminders_send): consents expiring within 14 days.
-            models.Index(fields=["consent_valid_until", "state"], name="bankconnection_expiry_idx"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.get_context_display()} connection #{self.pk} ({self.state})"
-
-    @property
-    def is_corporate(self) -> bool:
-        return self.context == PsuContextChoice.CORPORATE
-
-
-class ConnectionEvent(models.Model):
-    """The timeline of a connection: one row per state change (who, when, from, to, why)."""
-
-    connection = models.ForeignKey(
-        BankConnection, verbose_name="connection", on_delete=models.CASCADE, related_name="events"
-    )
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        verbose_name="by",
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-        help_text="Empty when the portal itself acted.",
-    )
-    at = models.DateTimeField("at")
-    from_state = models.CharField("from", max_length=20, choices=ConnectionState.choices, blank=True)
-    to_state = models.CharField("to", max_length=20, choices=ConnectionState.choices)
-    reason = models.CharField("why", max_length=200)
-
-    class Meta:
-        verbose_name = "connection event"
-        verbose_name_plural = "connection events"
-        ordering = ["at", "id"]
-        indexes = [models.Index(fields=["connection", "at"], name="connectionevent_timeline_idx")]
-
-    def __str__(self) -> str:
-        return f"{self.from_state or '-'} -> {self.to_state}: {self.reason}"
-
-
-class ScaPurpose(models.TextChoices):
-    """Why the PSU was sent to the bank's SCA; decides what the callback does."""
-
-    CONNECT = "connect", _("Connect a bank")  # bank-offered consent for a new connection
-    RECONNECT = "reconnect", _("Reconnect")  # new consent for an existing connection (same PSU)
-    AGREEMENT = "agreement", _("Corporate agreement")  # consent for an agreement picked from /v1/agreements
-    USERS = "users", _("Identify for payments")  # /v1/users: the PSU-ID only (payment-only journey)
-    PAYMENT = "payment", _("Approve a payment")  # startAuthorisation of a payment (payments.PaymentAuthorisation)
-
-
-class ScaState(models.Model):
-    """The state of one SCA redirect: the TPP-Session-ID sent to the bank, which the callback must bring back.
-
-    At least 128 random bits (``secrets.token_urlsafe(32)``: 256), tied to the user and the browser session
-    that started it, single-use (``used_at`` set by a conditional UPDATE), expiring after SCA_STATE_LIFETIME.
-    """
-
-    token = models.CharField("TPP-Session-ID", max_length=64, unique=True)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, verbose_name="user", on_delete=models.CASCADE, related_name="+"
-    )
-    # SHA-256 of the Django session key: the session must be the same, and the key itself is not copied.
-    session_key_hash = models.CharField("session", max_length=64)
-    purpose = models.CharField("purpose", max_length=10, choices=ScaPurpose.choices)
-    context = models.CharField("context", max_length=10, choices=PsuContextChoice.choices)
-    connection = models.ForeignKey(
-        BankConnection,
-        verbose_name="connection",
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="+",
-        help_text="Reconnect: the connection renewed. Agreement: the connection whose PSU-ID listed it.",
-    )
-    agreement_name = models.CharField("agreement", max_length=140, blank=True)
-    agreement_id_hash = models.CharField("agreement lookup hash", max_length=64, blank=True)
-    created_at = models.DateTimeField("created")
-    used_at = models.DateTimeField("used", null=True, blank=True)
-
-    class Meta:
-        verbose_name = "SCA state"
-        verbose_name_plural = "SCA states"
-
-    def __str__(self) -> str:
-        return f"SCA state {self.purpose} #{self.pk}"
-
-    @property
-    def expires_at(self):
-        return self.created_at + SCA_STATE_LIFETIME
 
 
 class AccountKind(models.TextChoices):
@@ -200,7 +23,7 @@ class BankAccount(models.Model):
     """An account the PSU consented to share through a connection (spec 4.3, facts.md section 2)."""
 
     connection = models.ForeignKey(
-        BankConnection, verbose_name="connection", on_delete=models.CASCADE, related_name="accounts"
+        "connections.BankConnection", verbose_name="connection", on_delete=models.CASCADE, related_name="accounts"
     )
     kind = models.CharField("kind", max_length=10, choices=AccountKind.choices, default=AccountKind.ACCOUNT)
     resource_id = models.CharField("resourceId", max_length=200, help_text="The bank's opaque id.")
@@ -298,40 +121,6 @@ class BalanceSnapshot(models.Model):
     @property
     def type_label(self) -> str:
         return str(BALANCE_TYPE_LABELS.get(self.balance_type, self.balance_type))
-
-
-#: Reminders by mail this many days before a consent expires (issue 6), most urgent first.
-CONSENT_REMINDER_DAYS = (1, 7, 14)
-
-
-class ConsentReminder(models.Model):
-    """One reminder mail about one consent (``consent_valid_until`` names it) at one threshold.
-
-    The unique constraint makes sending idempotent across workers and repeated runs; a renewed consent has a new
-    ``consent_valid_until`` and so gets its own reminders. ``sent_at`` is empty while a sender holds the claim.
-    """
-
-    connection = models.ForeignKey(
-        BankConnection, verbose_name="connection", on_delete=models.CASCADE, related_name="reminders"
-    )
-    consent_valid_until = models.DateTimeField("consent valid until")
-    days_before = models.PositiveSmallIntegerField("days before")
-    claimed_at = models.DateTimeField("claimed")
-    sent_at = models.DateTimeField("sent", null=True, blank=True)
-
-    class Meta:
-        verbose_name = "consent reminder"
-        verbose_name_plural = "consent reminders"
-        constraints = [
-            models.UniqueConstraint(
-                fields=["connection", "consent_valid_until", "days_before"], name="consentreminder_once"
-            )
-        ]
-
-    def __str__(self) -> str:
-        return (
-            f"reminder {self.days_before} days before {self.consent_valid_until:%Y-%m-%d} (#{self.connection_id})"
-        )
 
 
 class TransactionStatus(models.TextChoices):

@@ -11,7 +11,7 @@ keeps its own count in the database (``RefreshCall``, a ledger of reserved calls
 - No database transaction is held open across a bank call.
 - A 429 from the bank all the same sets ``refresh_blocked_until`` (the bank's reset time, else the end of the
   24-hour window) on the account and stops further unattended calls until then.
-- A 401 or a consent error marks the connection needs_reconnect (``services._bank_problem``).
+- A 401 or a consent error marks the connection needs_reconnect (``connections.services.bank_problem``).
 
 The planner (:func:`refresh_plan`, every few minutes from beat) claims the accounts whose ``next_refresh_at`` is
 due, moves it REFRESH_INTERVAL (+ jitter) on, and enqueues one task per account after commit. Four refreshes in
@@ -41,13 +41,12 @@ from accounts.models import (
     AccountKind,
     BalanceSnapshot,
     BankAccount,
-    BankConnection,
-    ConnectionAccess,
-    ConnectionState,
     RefreshCall,
     RefreshKind,
 )
-from accounts.services import _ais_psu, _bank_problem, balance_snapshots
+from accounts.services import balance_snapshots
+from connections.models import BankConnection, ConnectionAccess, ConnectionState
+from connections.services import ais_psu, bank_problem
 from tpp_portal import rawsql
 from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client, client_config, record_bank_call
 from xs2a.client import RetryPolicy, Xs2aClient
@@ -354,7 +353,7 @@ def _refresh(
     if refused is not None:
         return _refused_outcome(account=account, refused=refused, counts=counts, now=now)
     connection = account.connection
-    psu = _ais_psu(connection, presence or PsuContext())
+    psu = ais_psu(connection, presence or PsuContext())
     client = unattended_client() if unattended else bank_client()
     calls = 0
     answer = None
@@ -475,7 +474,7 @@ def _error_outcome(
             else _("The bank's limit is reached; try again later.")
         )
         return RefreshOutcome(ok=False, message=_join(message, _bank_text(error)), **counts)
-    _bank_problem(connection=connection, error=error, actor=actor)
+    bank_problem(connection=connection, error=error, actor=actor)
     if isinstance(error, ScaRequiredError | ConsentError):
         message = _("The bank asks you to confirm your consent again. Use Reconnect.")
     else:
@@ -569,30 +568,3 @@ def refresh_plan(*, now: datetime | None = None, enqueue: Any = None, rng: rando
 def refresh_due(*, account_id: int, planned_at: datetime) -> RefreshOutcome:
     """The task's work: one planned unattended refresh (idempotent: a second delivery finds it done)."""
     return account_refresh(account_id=account_id, presence=None, actor=None, planned_at=planned_at)
-
-
-def consents_expire(*, now: datetime | None = None) -> int:
-    """Mark connections whose consent has passed its validity as needing a reconnect (beat, hourly). Returns
-    how many were marked; safe to run twice (a connection already moved is skipped)."""
-    from accounts.services import IllegalTransition, connection_transition
-
-    now = now or timezone.now()
-    expired = BankConnection.objects.filter(
-        state__in=(ConnectionState.ACTIVE, ConnectionState.PENDING),
-        access=ConnectionAccess.ACCOUNTS,
-        consent_valid_until__lte=now,
-    ).order_by("pk")
-    marked = 0
-    for connection in expired:
-        try:
-            connection_transition(
-                connection=connection,
-                to=ConnectionState.NEEDS_RECONNECT,
-                actor=None,
-                reason="the consent expired (180 days after its SCA)",
-                now=now,
-            )
-        except IllegalTransition:
-            continue  # moved meanwhile (another run, a reconnect)
-        marked += 1
-    return marked

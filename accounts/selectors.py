@@ -1,4 +1,5 @@
-"""Reads about bank connections and accounts (the database), and the one bank read that lists agreements."""
+"""Reads about bank accounts: the overview, the account and transaction pages, balances over time, the refresh
+budget."""
 
 from __future__ import annotations
 
@@ -17,39 +18,13 @@ from accounts.models import (
     UNATTENDED_WINDOW,
     BalanceSnapshot,
     BankAccount,
-    BankConnection,
-    ConnectionEvent,
-    ConnectionState,
     RefreshCall,
     Transaction,
     TransactionStatus,
 )
-from accounts.security import get_owned_or_404
-from tpp_portal.bank import bank_audit_context, bank_client
+from connections.models import ConnectionState
 from tpp_portal.money import minor_units
-from xs2a import models as bank_models
-from xs2a.psu import PsuContext
-
-
-def connections_for(*, user: Any) -> QuerySet[BankConnection]:
-    """The connections page: the user's connections that are not disconnected, with their consented accounts."""
-    return (
-        BankConnection.objects.filter(user=user)
-        .exclude(state=ConnectionState.DISCONNECTED)
-        .prefetch_related(
-            Prefetch("accounts", queryset=BankAccount.objects.filter(consented=True), to_attr="consented_accounts")
-        )
-        .order_by("created_at", "pk")
-    )
-
-
-def connection_for(*, user: Any, pk: Any) -> BankConnection:
-    """One of the user's connections (404 for anyone else's, or a disconnected one)."""
-    return get_owned_or_404(BankConnection.objects.exclude(state=ConnectionState.DISCONNECTED), user=user, pk=pk)
-
-
-def connection_events(*, connection: BankConnection) -> QuerySet[ConnectionEvent]:
-    return connection.events.select_related("actor").order_by("at", "pk")
+from users.security import get_owned_or_404
 
 
 def accounts_overview(*, user: Any) -> QuerySet[BankAccount]:
@@ -67,18 +42,6 @@ def accounts_overview(*, user: Any) -> QuerySet[BankAccount]:
     )
 
 
-def bank_agreements_for(
-    *, connection: BankConnection, presence: PsuContext, user: Any
-) -> list[bank_models.Agreement]:
-    """The corporate agreements the connection's PSU may act for (GET /v1/agreements, PSU present).
-
-    Raises ``xs2a.errors.Xs2aError`` when the bank refuses or fails.
-    """
-    psu = dataclasses.replace(presence, psu_id=connection.psu_id)
-    with bank_audit_context(user=user, obj=connection):
-        return bank_client().agreements(psu=psu)
-
-
 @dataclasses.dataclass(frozen=True)
 class RefreshBudget:
     """The unattended-refresh allowance of one account (the bank's: 4 calls per kind per rolling 24 hours)."""
@@ -88,10 +51,6 @@ class RefreshBudget:
     limit: int
     next_due_at: datetime | None  # the next planned background refresh
     blocked_until: datetime | None  # after the bank answered 429: no background call before this
-
-    @property
-    def is_blocked(self) -> bool:
-        return self.blocked_until is not None and self.blocked_until > timezone.now()
 
 
 def refresh_budgets(*, account_ids: Iterable[int], now: datetime | None = None) -> dict[int, RefreshBudget]:
@@ -130,7 +89,7 @@ def refresh_budgets(*, account_ids: Iterable[int], now: datetime | None = None) 
     return budgets
 
 
-# --- the account pages (accounts/views_accounts.py) ----------------------------------------------------------
+# --- the account pages (accounts/views.py) ----------------------------------------------------------
 
 #: Transactions per page of the account page.
 TRANSACTIONS_PAGE_SIZE = 50

@@ -1,4 +1,4 @@
-"""Background work of bank connections. Tasks stay thin: they call a service."""
+"""Background work of bank accounts: the unattended refresh. Tasks stay thin: they call a service."""
 
 from __future__ import annotations
 
@@ -6,15 +6,7 @@ from datetime import datetime
 
 from celery import shared_task
 
-from accounts.refresh import consents_expire, refresh_due, refresh_plan
-from accounts.services import consent_reminders_send
-
-
-@shared_task(name="accounts.send_consent_reminders", ignore_result=True)
-def send_consent_reminders() -> int:
-    """Mail reminders 14, 7 and 1 days before consents expire (run daily by beat; idempotent, so a second
-    delivery or a second run sends nothing twice)."""
-    return consent_reminders_send()
+from accounts.refresh import refresh_due, refresh_plan
 
 
 @shared_task(name="accounts.plan_refreshes", ignore_result=True)
@@ -35,9 +27,3 @@ def refresh_account(account_id: int, planned_at: str) -> bool:
     second delivery finds the planned refresh done in the ledger and calls nothing."""
     outcome = refresh_due(account_id=account_id, planned_at=datetime.fromisoformat(planned_at))
     return outcome.ok
-
-
-@shared_task(name="accounts.expire_consents", ignore_result=True)
-def expire_consents() -> int:
-    """Mark connections whose consent expired as needing a reconnect (beat, hourly; idempotent)."""
-    return consents_expire()

@@ -64,7 +64,8 @@ def _user(email: str):
 
 
 def _accounts(user, count: int, now):
-    from accounts.models import BalanceSnapshot, BankAccount, BankConnection, RefreshCall
+    from accounts.models import BalanceSnapshot, BankAccount, RefreshCall
+    from connections.models import BankConnection
 
     connection = BankConnection.objects.create(
         user=user, context="PRIVATE", state="active", sca_at=now, consent_valid_until=now + timedelta(days=180)

@@ -76,10 +76,10 @@ def _measure(tmp: Path, presence) -> None:
         vendor = portal_db.vendor
         from django.contrib.auth import get_user_model
 
-        from accounts.crypto import lookup_hash
-        from accounts.models import BankConnection
+        from connections.crypto import lookup_hash
+        from connections.models import BankConnection
         from payments.models import PaymentState
-        from payments.services import payment_submit
+        from payments.services.initiation import payment_submit
         from tpp_portal.bank import build_bank_client, client_config
         from xs2a.client import Xs2aClient
 

@@ -6,8 +6,8 @@ temporary SQLite database) on a free loopback port, sets the portal's Django up 
 database (PostgreSQL when DATABASE_URL names a server, else SQLite), gets a PSU-ID for Private Customer 1 through
 the bank's SCA screens, then for each of two polling policies:
 
-- portal: ``payments.polling`` as configured (a read right after approval, then shortly after each of the bank's
-  batches, overnight at least every six hours);
+- portal: ``payments.services.polling`` as configured (a read right after approval, then shortly after each of the
+  bank's batches, overnight at least every six hours);
 - baseline: the same code with a fixed five-minute interval (no batch schedule), what a plain poller does;
 
 it initiates PAYMENTS payments through ``payments.services.payment_submit`` (a few of them larger than the
@@ -88,9 +88,9 @@ def _bank_clock(client, seconds: int = 0) -> datetime:
 
 def _run(label: str, *, user, connection, debtor: str, presence, amounts) -> dict:
     """Initiate, approve and poll PAYMENTS payments until final on simulated business time; count."""
-    from payments import polling
     from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentState
-    from payments.services import payment_submit
+    from payments.services import polling
+    from payments.services.initiation import payment_submit
     from tpp_portal.bank import bank_client
     from tpp_portal.models import BankCall
 
@@ -168,8 +168,8 @@ def main() -> None:
             from django.conf import settings
             from django.contrib.auth import get_user_model
 
-            from accounts.crypto import lookup_hash
-            from accounts.models import BankConnection
+            from connections.crypto import lookup_hash
+            from connections.models import BankConnection
             from xs2a.psu import PsuContext as Psu
 
             psu_id = private_psu_id(presence)

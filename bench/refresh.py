@@ -137,8 +137,9 @@ def portal_accounts_setup(consents: list[tuple[str, list[str]]]) -> list[int]:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
-    from accounts.crypto import lookup_hash
-    from accounts.models import BankAccount, BankConnection, ConnectionState
+    from accounts.models import BankAccount
+    from connections.crypto import lookup_hash
+    from connections.models import BankConnection, ConnectionState
 
     now = timezone.now()
     user = get_user_model().objects.create_user("bench", "bench@example.com", "bench-password-123")

@@ -7,4 +7,10 @@ class PaymentsConfig(AppConfig):
     verbose_name = _("Payments")
 
     def ready(self) -> None:
-        from payments import checks  # noqa: F401 - registers the settings checks
+        from connections import plugins
+        from payments import checks, views_initiation  # noqa: F401 - checks registers the settings checks
+        from payments.services.authorisation import PAYMENT_PURPOSE
+
+        plugins.register_purpose(
+            PAYMENT_PURPOSE, accept=views_initiation.payment_sca_accept, failed=views_initiation.payment_sca_failed
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from payments.payment_selectors import ListFilters, StatusGroup
+from payments.selectors import ListFilters, StatusGroup
 from payments.validators import validate_currency
 
 

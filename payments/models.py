@@ -7,7 +7,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from accounts.crypto import EncryptedTextField
+from connections.crypto import EncryptedTextField
 from payments.validators import validate_currency
 
 
@@ -126,7 +126,7 @@ class Payment(models.Model):
     # The connection whose PSU-ID (and PSU-Corporate-ID) the payment is made with; empty for a single-SCA
     # payment (X-PSU-IDENTITY) until the bank gives a PSU-ID.
     connection = models.ForeignKey(
-        "accounts.BankConnection",
+        "connections.BankConnection",
         verbose_name="connection",
         null=True,
         blank=True,
@@ -174,8 +174,8 @@ class Payment(models.Model):
     tpp_messages = models.JSONField("bank's tppMessages", default=list, blank=True)
     links = models.JSONField("bank's links", default=dict, blank=True, help_text="name -> href")
 
-    # Status polling (payments.polling): the next poll is stored here, not as a long countdown in the broker;
-    # ``poll_lease_until`` is the single-poller lease (a conditional UPDATE takes it).
+    # Status polling (payments.services.polling): the next poll is stored here, not as a long countdown in the
+    # broker; ``poll_lease_until`` is the single-poller lease (a conditional UPDATE takes it).
     next_poll_at = models.DateTimeField("next status poll", null=True, blank=True)
     poll_count = models.PositiveIntegerField("status polls", default=0)
     poll_lease_until = models.DateTimeField("poll lease until", null=True, blank=True)
@@ -202,14 +202,14 @@ class Payment(models.Model):
         ]
         indexes = [
             models.Index(fields=["user", "-created_at"], name="payment_user_created_idx"),
-            # payments.polling: due polls.
+            # payments.services.polling: due polls.
             models.Index(
                 fields=["next_poll_at"],
                 condition=models.Q(next_poll_at__isnull=False),
                 name="payment_poll_due_idx",
             ),
             models.Index(fields=["state"], name="payment_state_idx"),
-            # payments.services.reconciliations_due: OUTCOME_UNKNOWN payments whose next try has come.
+            # payments.services.initiation.reconciliations_due: OUTCOME_UNKNOWN payments whose next try has come.
             models.Index(
                 fields=["reconcile_at"],
                 condition=models.Q(reconcile_at__isnull=False),
@@ -278,7 +278,7 @@ class PaymentAuthorisation(models.Model):
         settings.AUTH_USER_MODEL, verbose_name="signer", on_delete=models.PROTECT, related_name="+"
     )
     sca_state = models.OneToOneField(
-        "accounts.ScaState",
+        "connections.ScaState",
         verbose_name="SCA state",
         null=True,
         blank=True,

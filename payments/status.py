@@ -115,7 +115,3 @@ def status_text(code: str, funds_available: bool | None = None) -> StatusText:
             code=code, label=code, meaning=str(_("A status this portal does not know yet.")), tone="progress"
         )
     return StatusText(code=code, label=str(label), meaning=str(meaning), tone=tone)
-
-
-def all_status_codes() -> list[str]:
-    return list(_STATUSES)

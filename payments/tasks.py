@@ -8,7 +8,7 @@ import random
 from celery import shared_task
 
 from payments.rates import RateSourceMalformed, RateSourceUnavailable
-from payments.services import exchange_rates_refresh
+from payments.services.exchange_rates import exchange_rates_refresh
 
 logger = logging.getLogger(__name__)
 
@@ -56,12 +56,13 @@ def refresh_exchange_rates(self) -> dict | None:
 
 @shared_task(name="payments.poll_payment", ignore_result=True)
 def poll_payment(payment_id: int) -> str:
-    """Read one payment's status from the bank (payments.polling.payment_poll: one poller per payment).
+    """Read one payment's status from the bank (payments.services.polling.payment_poll: one poller per
+    payment).
 
     Not retried by Celery: a failed poll plans its own next try in ``Payment.next_poll_at``, which beat's
     dispatcher picks up; a duplicate delivery finds the lease taken or the poll already done.
     """
-    from payments.polling import payment_poll
+    from payments.services.polling import payment_poll
 
     return payment_poll(payment_id=payment_id).status
 
@@ -69,17 +70,17 @@ def poll_payment(payment_id: int) -> str:
 @shared_task(name="payments.dispatch_due_polls", ignore_result=True)
 def dispatch_due_polls() -> int:
     """Enqueue the status polls that are due (beat runs it every minute; polling resumes after a restart)."""
-    from payments.polling import polls_dispatch
+    from payments.services.polling import polls_dispatch
 
     return len(polls_dispatch())
 
 
 @shared_task(name="payments.reconcile_payment", ignore_result=True)
 def reconcile_payment(payment_id: int) -> str:
-    """Find out what became of an initiation whose answer was lost (payments.services.payment_reconcile:
+    """Find out what became of an initiation whose answer was lost (payments.services.initiation.payment_reconcile:
     replays the same request; one reconciler per payment). Not retried by Celery: the service plans its own
     next try in ``Payment.reconcile_at``, which beat's dispatcher picks up."""
-    from payments.services import payment_reconcile
+    from payments.services.initiation import payment_reconcile
 
     return payment_reconcile(payment_id=payment_id).state
 
@@ -87,7 +88,7 @@ def reconcile_payment(payment_id: int) -> str:
 @shared_task(name="payments.dispatch_due_reconciliations", ignore_result=True)
 def dispatch_due_reconciliations() -> int:
     """Enqueue the reconciliations that are due (beat, every minute: they resume after a restart)."""
-    from payments.services import reconciliations_due
+    from payments.services.initiation import reconciliations_due
 
     ids = reconciliations_due()
     for payment_id in ids:

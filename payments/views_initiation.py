@@ -1,7 +1,7 @@
 """Payment initiation pages: the form (cross-border or domestic), the review, the one submission, the start of
 the approval at the bank (SCA), the check of a payment whose answer was lost, and the SCA callback of a payment.
 
-Thin: forms check, payments.services writes, selectors read. Every page is a sensitive page; a payment of
+Thin: forms check, payments.services.* write, selectors read. Every page is a sensitive page; a payment of
 another user is a 404. Submitting needs the password typed recently (require_recent_authentication).
 """
 
@@ -17,20 +17,20 @@ from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts.models import BankConnection, PsuContextChoice
-from accounts.psu import psu_presence
-from accounts.security import require_recent_authentication, sensitive_page, session_forget_reauthentication
-from accounts.services import CallbackParams, IdentityMismatch, ScaStateRejected
-from payments import selectors, services
+from connections.forms import failure_explained
+from connections.models import BankConnection, PsuContextChoice, ScaState
+from connections.psu import psu_presence
+from connections.services import IdentityMismatch, ScaReturn, ScaStateRejected
+from payments import selectors
 from payments.forms import CrossBorderPaymentForm, DebtorAccountOption, DomesticPaymentForm, PaymentSubmitForm
 from payments.models import Payment, PaymentProduct, PaymentState
-from payments.payment_selectors import payment_for_viewer, payment_owned
+from payments.selectors import payment_for_viewer, payment_owned
+from payments.services import authorisation, initiation, polling
 from payments.spec import NOK
+from payments.status import status_text
+from users.security import require_recent_authentication, sensitive_page, session_forget_reauthentication
 
 logger = logging.getLogger(__name__)
-
-#: The payment this browser session was sent to the bank to approve: the bank's failure redirect names none.
-APPROVING_KEY = "payments.approving"
 
 _FORMS = {PaymentProduct.CROSS_BORDER: CrossBorderPaymentForm, PaymentProduct.DOMESTIC: DomesticPaymentForm}
 
@@ -76,7 +76,7 @@ def _draft_from_form(request, product: str, form, choices, *, replaces=None, all
         context = PsuContextChoice.PRIVATE
     requirement = getattr(form, "reporting_requirement", None)
     equivalent = requirement.equivalent.amount_nok if requirement and requirement.equivalent else None
-    return services.payment_draft_create(
+    return initiation.payment_draft_create(
         user=request.user,
         product=product,
         context=context,
@@ -149,7 +149,7 @@ def payment_edit(request, pk):
         bank_errors = []
         if payment.state == PaymentState.REFUSED:
             form.is_valid()  # bind and check: the bank's messages are added beside the typed values
-            by_field, bank_errors = services.bank_errors_by_field(payment.tpp_messages)
+            by_field, bank_errors = initiation.bank_errors_by_field(payment.tpp_messages)
             for name, texts in by_field.items():
                 for text in texts:
                     if name in form.fields:
@@ -210,16 +210,15 @@ def _instruction_view(payment: Payment) -> dict:
 
 def _to_approval(request, payment: Payment):
     try:
-        href = services.authorisation_start(
+        href = authorisation.authorisation_start(
             payment=payment,
             signer=request.user,
             session_key=request.session.session_key,
             presence=psu_presence(request),
         )
-    except services.AuthorisationNotStarted as error:
+    except authorisation.AuthorisationNotStarted as error:
         messages.error(request, _("The bank could not start the approval: %(text)s") % {"text": error.message})
         return redirect(payment_page(payment))
-    request.session[APPROVING_KEY] = payment.pk
     return redirect(href)
 
 
@@ -244,14 +243,14 @@ def payment_review(request, pk):
     if request.session.session_key is None:
         request.session.save()
     try:
-        outcome = services.payment_submit(
+        outcome = initiation.payment_submit(
             payment=payment,
             user=request.user,
             idempotency_key=str(form.cleaned_data["idempotency_key"]),
             presence=psu_presence(request),
             national_identity_number=form.cleaned_data.get("national_identity_number", ""),
         )
-    except services.PaymentNotSubmittable as error:
+    except initiation.PaymentNotSubmittable as error:
         if error.field and error.field in form.fields:
             form.add_error(error.field, error.message)
         else:
@@ -294,7 +293,7 @@ def payment_reconcile(request, pk):
     if payment.state not in (PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN):
         return redirect(payment_page(payment))
     if request.method == "POST":  # the service refuses while another caller holds the payment
-        outcome = services.payment_reconcile(
+        outcome = initiation.payment_reconcile(
             payment_id=payment.pk, actor=request.user, presence=psu_presence(request)
         )
         payment.refresh_from_db()
@@ -311,32 +310,35 @@ def payment_reconcile(request, pk):
     return render(request, "payments/reconcile.html", {"payment": payment})
 
 
-# --- the SCA callback of a payment (dispatched from accounts.views_bank.callback) -----------------------------
+# --- the redirect back from the bank (handlers of the SCA purpose "payment", registered in PaymentsConfig) ---
 
 
-def payment_callback(request, params: dict):
-    """The bank sent the signer back after approving a payment (the tpp-session-id names a payment's state)."""
+def payment_sca_accept(request, sca_return: ScaReturn):
+    """The bank sent the signer back after approving (connections' callback consumed the state and checked the
+    identity). The signature is recorded; the payment's outcome is the status the bank reports."""
     try:
-        payment = services.payment_sca_callback_accept(
-            user=request.user, session_key=request.session.session_key, params=CallbackParams(**params)
-        )
+        payment = authorisation.payment_sca_accept(sca_return=sca_return)
     except ScaStateRejected as exc:
         logger.info("payment SCA callback rejected", extra={"reason": exc.reason})
         return render(request, "payments/callback_rejected.html", {"reason": exc.reason}, status=400)
     except IdentityMismatch:
         return render(request, "payments/callback_rejected.html", {"reason": "identity"}, status=400)
-    request.session.pop(APPROVING_KEY, None)
     messages.success(request, _("You approved the payment at the bank. We are following its status."))
     return redirect("payment-detail", payment.pk)
 
 
-def payment_callback_failure(request, failure: dict[str, str]):
-    """The bank sent the signer back without an approval. When this session was approving a payment, the
-    failure is recorded on it and the page offers to try again; else None (the connection's failure page)."""
-    payment_pk = request.session.pop(APPROVING_KEY, None) if request.user.is_authenticated else None
-    if not isinstance(payment_pk, int):
-        return None
-    payment = services.payment_sca_failed(payment_id=payment_pk, user=request.user, failure=failure)
+def payment_sca_failed(request, state: ScaState, code: str):
+    """A failure redirect while this session was approving a payment. It proves nothing (anyone can make one up):
+    nothing is changed, the approval stays open, and the page shows the status the bank reports now."""
+    payment = authorisation.payment_for_failed_sca(state=state, user=request.user)
     if payment is None:
-        return None
-    return render(request, "payments/callback_failed.html", {"failure": failure, "payment": payment}, status=400)
+        return render(request, "connections/callback_failed.html", {"explained": failure_explained(code)})
+    polling.payment_poll(payment_id=payment.pk, actor=request.user)
+    payment.refresh_from_db()
+    context = {
+        "payment": payment,
+        "explained": failure_explained(code),
+        "status": status_text(payment.transaction_status, payment.funds_available),
+        "may_approve": payment.transaction_status in ("", "RCVD", "PATC"),
+    }
+    return render(request, "payments/callback_failed.html", context)

@@ -17,16 +17,17 @@ from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.psu import psu_presence
-from accounts.security import ensure_recent_authentication, sensitive_page
-from payments import cancellation, payment_selectors
+from connections.psu import psu_presence
+from payments import selectors
 from payments.forms_list import PaymentListFilterForm
 from payments.models import Payment, PaymentState
-from payments.polling import payment_poll
+from payments.services import cancellation
+from payments.services.polling import payment_poll
 from payments.status import status_text
 from tpp_portal import csvsafe
 from tpp_portal.csvsafe import amount_cell, text_cell
 from tpp_portal.templatetags.portal_format import money
+from users.security import ensure_recent_authentication, sensitive_page
 
 logger = logging.getLogger(__name__)
 
@@ -46,10 +47,10 @@ def _context(request, payment: Payment) -> dict:
         "payment": payment,
         "status": status,
         "is_initiator": payment.user_id == user.pk,
-        "may_sign": payment_selectors.may_sign(user=user, payment=payment),
+        "may_sign": selectors.may_sign(user=user, payment=payment),
         "can_cancel": payment.user_id == user.pk and cancellation.cancellable(payment),
-        "signatures": payment_selectors.signatures(payment),
-        "timeline": payment_selectors.timeline(payment),
+        "signatures": selectors.signatures(payment),
+        "timeline": selectors.timeline(payment),
         "insufficient_funds": payment.transaction_status == "ACCP" and payment.funds_available is False,
         "live": not payment.is_final and payment.state not in (PaymentState.DRAFT, PaymentState.REFUSED),
         "page_url": request.build_absolute_uri(reverse("payment-detail", args=[payment.pk])),
@@ -59,11 +60,11 @@ def _context(request, payment: Payment) -> dict:
 @sensitive_page
 @require_GET
 def payment_detail(request, pk: int):
-    payment = payment_selectors.payment_for_viewer(user=request.user, pk=pk)
+    payment = selectors.payment_for_viewer(user=request.user, pk=pk)
     return render(request, "payments/detail.html", _context(request, payment))
 
 
-def _signature_text(signature: payment_selectors.Signature) -> str:
+def _signature_text(signature: selectors.Signature) -> str:
     """The signature's line as the page shows it (detail.html), for the script's redraw."""
     if signature.signed_at is not None:
         state = _("signed %(when)s") % {"when": _when(signature.signed_at)}
@@ -123,7 +124,7 @@ def status_payload(request, payment: Payment) -> dict:
 @sensitive_page
 @require_GET
 def payment_status_json(request, pk: int):
-    payment = payment_selectors.payment_for_viewer(user=request.user, pk=pk)
+    payment = selectors.payment_for_viewer(user=request.user, pk=pk)
     return JsonResponse(status_payload(request, payment))
 
 
@@ -131,7 +132,7 @@ def payment_status_json(request, pk: int):
 @require_POST
 def payment_check(request, pk: int):
     """Read the status from the bank now (at most once in CHECK_INTERVAL_SECONDS per payment)."""
-    payment = payment_selectors.payment_for_viewer(user=request.user, pk=pk)
+    payment = selectors.payment_for_viewer(user=request.user, pk=pk)
     if payment.is_final or not payment.payment_id:
         messages.info(request, _("The status of this payment does not change any more."))
     elif not cache.add(f"payment-check:{payment.pk}", 1, CHECK_INTERVAL_SECONDS):
@@ -153,7 +154,7 @@ def payment_check(request, pk: int):
 @sensitive_page
 @require_http_methods(["GET", "POST"])
 def payment_cancel(request, pk: int):
-    payment = payment_selectors.payment_owned(user=request.user, pk=pk)
+    payment = selectors.payment_owned(user=request.user, pk=pk)
     if request.method == "POST":
         outcome = cancellation.payment_cancel(payment=payment, actor=request.user, presence=psu_presence(request))
         if outcome.ok:
@@ -179,13 +180,13 @@ def payment_sign(request, pk: int):
     Signing needs the password typed recently; the password page sends the user back to the payment page (a
     GET), where they press "Sign at the bank" again: this address takes POST only.
     """
-    from payments.services import AuthorisationNotStarted, authorisation_start
+    from payments.services.authorisation import AuthorisationNotStarted, authorisation_start
 
-    payment = payment_selectors.payment_for_viewer(user=request.user, pk=pk)
+    payment = selectors.payment_for_viewer(user=request.user, pk=pk)
     detail = reverse("payment-detail", args=[payment.pk])
     if (response := ensure_recent_authentication(request, next_url=detail)) is not None:
         return response
-    if not payment_selectors.may_sign(user=request.user, payment=payment):
+    if not selectors.may_sign(user=request.user, payment=payment):
         messages.error(request, _("You cannot sign this payment: it needs no signature of yours."))
         return redirect("payment-detail", pk=payment.pk)
     try:
@@ -209,8 +210,8 @@ def payment_sign(request, pk: int):
 def payment_list(request):
     form = PaymentListFilterForm(request.GET or None)
     valid = form.is_valid() if form.is_bound else True
-    filters = form.filters() if form.is_bound and valid else payment_selectors.ListFilters()
-    payments = payment_selectors.payments_list(user=request.user, filters=filters).select_related("user")
+    filters = form.filters() if form.is_bound and valid else selectors.ListFilters()
+    payments = selectors.payments_list(user=request.user, filters=filters).select_related("user")
     page = Paginator(payments, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [(payment, status_text(payment.transaction_status, payment.funds_available)) for payment in page]
     query = request.GET.copy()
@@ -274,8 +275,8 @@ def payment_export(request):
             status=400,
             content_type="text/plain; charset=utf-8",
         )
-    filters = form.filters() if form.is_bound else payment_selectors.ListFilters()
-    payments = payment_selectors.payments_list(user=request.user, filters=filters)
+    filters = form.filters() if form.is_bound else selectors.ListFilters()
+    payments = selectors.payments_list(user=request.user, filters=filters)
     response = StreamingHttpResponse(csvsafe.stream(_csv_rows(payments)), content_type="text/csv; charset=utf-8")
     stamp = timezone.now().strftime("%Y%m%d-%H%M")
     response["Content-Disposition"] = f'attachment; filename="payments-{stamp}.csv"'

@@ -23,7 +23,6 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
-from accounts.security import sensitive_page
 from sandbox_admin import selectors, services
 from sandbox_admin.errors import SandboxError
 from sandbox_admin.forms import (
@@ -36,6 +35,7 @@ from sandbox_admin.forms import (
     MockTransactionForm,
     ResetForm,
 )
+from users.security import sensitive_page
 from xs2a.models import CardTransaction, SandboxCustomer
 
 View = Callable[..., HttpResponse]

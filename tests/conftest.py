@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-# Staff roles (operator, support and their clients) and a scripted bank: tests/tpp_portal/staff_fixtures.py;
+# Staff roles (operator, support and their clients) and a scripted bank: tests/staff/fixtures.py;
 # chromium for the browser tests and the end-to-end suite: tests/browser/fixtures.py.
-pytest_plugins = ["tests.tpp_portal.staff_fixtures", "tests.browser.fixtures"]
+pytest_plugins = ["tests.staff.fixtures", "tests.browser.fixtures"]
 
 
 def _users():

@@ -81,8 +81,11 @@ INSTALLED_APPS = [
     "csp",
     "axes",
     "tpp_portal",
+    "users",
+    "connections",
     "accounts",
     "payments",
+    "staff",
     "sandbox_admin",
 ]
 
@@ -96,7 +99,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "accounts.security.SessionActivityMiddleware",
+    "users.security.SessionActivityMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -223,7 +226,7 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": crontab(minute=30, hour="7,15", day_of_week="mon-fri"),
     },
     "send-consent-reminders": {
-        "task": "accounts.send_consent_reminders",
+        "task": "connections.send_consent_reminders",
         # Mails 14, 7 and 1 days before a consent expires; each reminder is sent once per consent.
         "schedule": crontab(minute=15, hour=6),
     },
@@ -251,12 +254,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
     },
     "expire-consents": {
-        "task": "accounts.expire_consents",
+        "task": "connections.expire_consents",
         # Connections whose consent passed consent_valid_until become needs_reconnect.
         "schedule": crontab(minute=5),
     },
 }
-# Payment status polling (payments/polling.py). The bank's batches (spec 8: five a day) move a payment on;
+# Payment status polling (payments/services/polling.py). The bank's batches (spec 8: five a day) move a payment on;
 # the status is read shortly after each, never more than PAYMENT_POLL_MAX_INTERVAL apart.
 PAYMENT_STATUS_BATCH_TIMES_UTC = ("05:00", "08:00", "11:00", "13:00", "15:00")
 
@@ -339,7 +342,7 @@ AXES_FAILURE_LIMIT = 5  # failed sign-ins per username and IP address ...
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_COOLOFF_TIME = timedelta(minutes=15)  # ... lock that pair out for this long
 AXES_RESET_ON_SUCCESS = True  # a successful sign-in forgets the earlier failures
-AXES_LOCKOUT_CALLABLE = "accounts.views_auth.lockout"  # a page saying why and for how long
+AXES_LOCKOUT_CALLABLE = "users.views.lockout"  # a page saying why and for how long
 # The client's address (django-axes' lockout key, and PSU-IP-Address: tpp_portal.clientip). Behind N trusted
 # reverse proxies it is the address they forwarded in X-Forwarded-For; with none, REMOTE_ADDR, and a client's
 # own X-Forwarded-For is ignored (it could otherwise pick the address it is locked out under).
@@ -353,7 +356,7 @@ AXES_IPWARE_PROXY_COUNT = TRUSTED_PROXY_COUNT or None
 AXES_IPWARE_META_PRECEDENCE_ORDER = (
     ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if TRUSTED_PROXY_COUNT else ("REMOTE_ADDR",)
 )
-# Pages marked accounts.security.sensitive_page (account data, payments) sign the user out after this many
+# Pages marked users.security.sensitive_page (account data, payments) sign the user out after this many
 # seconds without any request; other pages keep the normal session lifetime.
 SENSITIVE_IDLE_TIMEOUT = 300
 # require_recent_authentication: a payment is submitted only within this many seconds of the password.

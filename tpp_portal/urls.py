@@ -2,18 +2,20 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from tpp_portal import views, views_staff
+from tpp_portal import views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("", include("users.urls")),
+    path("", include("connections.urls")),
     path("", include("accounts.urls")),
     path("payments/", include("payments.urls")),
     path("staff/sandbox/", include("sandbox_admin.urls")),
-    path("staff/dashboard/", views_staff.dashboard, name="staff-dashboard"),
+    path("staff/", include("staff.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     # The admin's own password form checks the old password with check_password(), which django-axes never
-    # counts: staff change theirs on the portal's counted page (accounts.forms.CountedPasswordChangeForm).
+    # counts: staff change theirs on the portal's counted page (users.forms.CountedPasswordChangeForm).
     path("admin/password_change/", RedirectView.as_view(pattern_name="password_change"), name="admin-password"),
     path("admin/", admin.site.urls),
 ]

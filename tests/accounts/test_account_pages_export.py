@@ -16,8 +16,8 @@ from django.utils import timezone
 from accounts.models import BalanceSnapshot, TransactionStatus
 from accounts.selectors import balance_history
 from accounts.transactions_csv import HEADER, amount_cell, text_cell
-from tests.accounts.bank_factories import BankAccountFactory, BankConnectionFactory
 from tests.accounts.test_account_pages import TransactionFactory, booked_rows
+from tests.bank_factories import BankAccountFactory, BankConnectionFactory
 
 
 @pytest.fixture

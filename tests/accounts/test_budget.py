@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts import refresh, selectors
 from accounts.models import UNATTENDED_CALLS_PER_DAY, BankAccount, RefreshCall, RefreshKind
-from tests.accounts.bank_factories import BankAccountFactory, BankConnectionFactory
+from tests.bank_factories import BankAccountFactory, BankConnectionFactory
 
 B, T = RefreshKind.BALANCES, RefreshKind.TRANSACTIONS
 

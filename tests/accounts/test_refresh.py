@@ -14,17 +14,10 @@ from django.db import connection as db_connection
 from django.utils import timezone
 
 from accounts import refresh, selectors, sync, tasks
-from accounts.models import (
-    BalanceSnapshot,
-    BankAccount,
-    ConnectionAccess,
-    ConnectionEvent,
-    ConnectionState,
-    RefreshCall,
-    Transaction,
-)
-from tests.accounts.bank_factories import BankAccountFactory, BankConnectionFactory
-from tests.accounts.fake_bank import FakeBank, booked, pending
+from accounts.models import BalanceSnapshot, BankAccount, RefreshCall, Transaction
+from connections.models import ConnectionAccess, ConnectionEvent, ConnectionState
+from tests.bank_factories import BankAccountFactory, BankConnectionFactory
+from tests.fake_bank import FakeBank, booked, pending
 from tpp_portal.models import BankCall
 from xs2a.psu import PsuContext
 
@@ -307,8 +300,10 @@ def test_expired_consents_are_marked_for_reconnecting_once(alice):
     valid = BankConnectionFactory(user=alice, consent_valid_until=now + timedelta(days=1))
     gone = BankConnectionFactory(user=alice, state=ConnectionState.DISCONNECTED, consent_valid_until=None)
 
-    assert tasks.expire_consents() == 1
-    assert tasks.expire_consents() == 0
+    from connections import tasks as connection_tasks
+
+    assert connection_tasks.expire_consents() == 1
+    assert connection_tasks.expire_consents() == 0
 
     states = {c.pk: c.state for c in type(expired).objects.all()}
     assert states == {
@@ -322,10 +317,10 @@ def test_expired_consents_are_marked_for_reconnecting_once(alice):
 
 def test_the_beat_schedule_plans_refreshes_and_expires_consents(settings):
     tasks_scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
-    assert {"accounts.plan_refreshes", "accounts.expire_consents"} <= tasks_scheduled
+    assert {"accounts.plan_refreshes", "connections.expire_consents"} <= tasks_scheduled
     from tpp_portal.celery import app
 
-    assert {"accounts.plan_refreshes", "accounts.refresh_account", "accounts.expire_consents"} <= set(app.tasks)
+    assert {"accounts.plan_refreshes", "accounts.refresh_account", "connections.expire_consents"} <= set(app.tasks)
 
 
 # --- "Refresh now" on the accounts overview ---------------------------------------------------------------

@@ -11,16 +11,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts import refresh, sync
-from accounts.models import (
-    BalanceSnapshot,
-    BankAccount,
-    BankConnection,
-    RefreshCall,
-    RefreshKind,
-    Transaction,
-    TransactionStatus,
-)
-from tests.accounts.bank_factories import BankAccountFactory
+from accounts.models import BalanceSnapshot, BankAccount, RefreshCall, RefreshKind, Transaction, TransactionStatus
+from connections.models import BankConnection
+from tests.bank_factories import BankAccountFactory
 from tpp_portal import rawsql
 
 

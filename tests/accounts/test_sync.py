@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from accounts import refresh, sync
 from accounts.models import BankAccount, Transaction, TransactionStatus
-from tests.accounts.bank_factories import BankAccountFactory
-from tests.accounts.fake_bank import FakeBank, booked, pending
+from tests.bank_factories import BankAccountFactory
+from tests.fake_bank import FakeBank, booked, pending
 from xs2a.psu import PsuContext
 
 PRESENT = PsuContext(ip_address="198.51.100.7")

@@ -18,7 +18,7 @@ import re
 import pytest
 
 from payments.models import Payment, PaymentEvent, PaymentEventKind
-from payments.polling import payment_poll
+from payments.services.polling import payment_poll
 from tests.browser.problems import portal_problems
 from tests.live_bank import live_bank, live_bank_server  # noqa: F401 - the fixtures
 from tests.payments.journeys import CORPORATE_2, PRIVATE_2, run_batches

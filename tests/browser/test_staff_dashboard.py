@@ -13,7 +13,7 @@ from django.utils import timezone
 from payments.models import PaymentState
 from tests.factories import UserFactory
 from tests.payments.payment_factories import PaymentFactory
-from tests.tpp_portal.staff_fixtures import bank_call
+from tests.staff.fixtures import bank_call
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

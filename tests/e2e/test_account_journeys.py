@@ -206,7 +206,7 @@ def test_consent_expiry_and_reconnection(page, product):
     page.wait_for_url(re.compile(r"/bank/connections/"))
     before = product.django(
         """
-from accounts.models import BankConnection
+from connections.models import BankConnection
 connection = BankConnection.objects.get(user__username=params["email"])
 result = {"pk": connection.pk, "state": connection.state, "until": connection.consent_valid_until.isoformat()}
 """,
@@ -220,14 +220,14 @@ result = {"pk": connection.pk, "state": connection.state, "until": connection.co
         """
 from datetime import timedelta
 from django.utils import timezone
-from accounts.models import BankConnection
+from connections.models import BankConnection
 BankConnection.objects.filter(pk=params["pk"]).update(consent_valid_until=timezone.now() - timedelta(minutes=1))
 """,
         pk=before["pk"],
     )
     wait_until(
         lambda: (
-            product.scalar("SELECT state FROM accounts_bankconnection WHERE id = %s", (before["pk"],))
+            product.scalar("SELECT state FROM connections_bankconnection WHERE id = %s", (before["pk"],))
             == "needs_reconnect"
         ),
         timeout=60,
@@ -250,7 +250,7 @@ BankConnection.objects.filter(pk=params["pk"]).update(consent_valid_until=timezo
     page.wait_for_url(re.compile(r"/bank/connections/"))
     after = product.django(
         """
-from accounts.models import BankConnection
+from connections.models import BankConnection
 connection = BankConnection.objects.get(pk=params["pk"])
 result = {"state": connection.state, "until": connection.consent_valid_until.isoformat(),
           "accounts": connection.accounts.count()}

@@ -175,7 +175,7 @@ def _brukskonto_iban(product) -> str:
 
 def _kept_connections(product, email: str) -> list[tuple]:
     return product.sql(
-        "SELECT c.id, c.access, c.context, c.state FROM accounts_bankconnection c "
+        "SELECT c.id, c.access, c.context, c.state FROM connections_bankconnection c "
         "JOIN auth_user u ON u.id = c.user_id WHERE u.username = %s AND c.psu_id_hash <> ''",
         (email,),
     )

@@ -38,7 +38,7 @@ def customer_connection(product) -> int:
     assert answer.status_code == 200, answer.text[:500]
     return product.django(
         """
-from accounts.models import BankConnection
+from connections.models import BankConnection
 result = BankConnection.objects.get(user__username="e2e-staff-customer@example.invalid").pk
 """
     )
@@ -55,7 +55,7 @@ def test_operator_uses_the_admin_audit_log_and_dashboard(page, product, customer
     shot(page, "staff-admin-1-index")
 
     # The customer's connection: the list, then its page (read-only for everyone; operators run the actions).
-    page.goto(f"{product.portal_url}/admin/accounts/bankconnection/")
+    page.goto(f"{product.portal_url}/admin/connections/bankconnection/")
     row = page.locator("#result_list tbody tr", has=page.locator(f"a[href$='/{customer_connection}/change/']"))
     assert row.count() == 1
     options = page.locator("select[name=action] option").all_inner_texts()
@@ -63,7 +63,7 @@ def test_operator_uses_the_admin_audit_log_and_dashboard(page, product, customer
     axe_check(page)
     shot(page, "staff-admin-2-connections")
     row.locator(f"a[href$='/{customer_connection}/change/']").first.click()
-    page.wait_for_url(re.compile(rf"/admin/accounts/bankconnection/{customer_connection}/change/"))
+    page.wait_for_url(re.compile(rf"/admin/connections/bankconnection/{customer_connection}/change/"))
     content = page.locator("#content").inner_text()
     assert "Connected" in content or "active" in content, content[:800]
     assert page.locator("input[name=_save]").count() == 0  # no form to change it
@@ -99,12 +99,12 @@ def test_support_can_view_but_not_change(page, product, customer_connection):
     create_user(product, email=email, password=PASSWORD, staff=True, groups=("support",))
     sign_in(page, product, email, PASSWORD)
 
-    page.goto(f"{product.portal_url}/admin/accounts/bankconnection/")
+    page.goto(f"{product.portal_url}/admin/connections/bankconnection/")
     assert page.locator(f"#result_list a[href$='/{customer_connection}/change/']").count() == 1
     options = page.locator("select[name=action] option").all_inner_texts()
     assert "Mark as needing reconnection" not in options, options  # an action that changes needs "change"
     shot(page, "staff-support-1-connections")
-    page.goto(f"{product.portal_url}/admin/accounts/bankconnection/{customer_connection}/change/")
+    page.goto(f"{product.portal_url}/admin/connections/bankconnection/{customer_connection}/change/")
     assert page.locator("#content h1").is_visible()
     assert page.locator("input[name=_save]").count() == 0
     shot(page, "staff-support-2-connection")

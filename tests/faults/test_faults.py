@@ -5,8 +5,8 @@ restarted; the database connection dropped (PostgreSQL) or locked (SQLite); a ta
 processes; the portal's clock 59 and 61 seconds off the bank's (its bank client's clock moved by
 PRODUCT_CLOCK_SKEW_SECONDS).
 
-Initiation is submitted here through payments.services.payment_submit in the portal's environment (the page
-calls the same service synchronously); tests/load submits through the pages themselves.
+Initiation is submitted here through payments.services.initiation.payment_submit in the portal's environment (the
+page calls the same service synchronously); tests/load submits through the pages themselves.
 
 Each test fails when anything is lost (a payment forgotten, a state stuck) or duplicated (two payments at the
 bank for one submission, two pollers of one payment at once, a refresh beyond the bank's allowance). The
@@ -53,8 +53,10 @@ INITIATE = r"^POST /v1/payments/[^/]+$"
 _SUBMIT = """
 from decimal import Decimal
 from django.contrib.auth import get_user_model
-from accounts.models import BankAccount, BankConnection
-from payments import services
+from accounts.models import BankAccount
+from connections.models import BankConnection
+from payments.services import initiation
+
 from payments.instructions import AccountReference, CreditorAddress, PaymentInstruction, initiation_body_json
 from xs2a.psu import PsuContext
 
@@ -71,12 +73,12 @@ instruction = PaymentInstruction(
     creditor_address=CreditorAddress(country="DE", city="Berlin"),
     remittance_information=params["text"],
 )
-payment = services.payment_draft_create(
+payment = initiation.payment_draft_create(
     user=user, product="norwegian-cross-border-credit-transfers", context="PRIVATE", connection=connection,
     instruction=instruction, body_json=initiation_body_json(instruction), form_data={},
 )
 presence = PsuContext(ip_address="127.0.0.1", http_method="POST", user_agent="fault tests")
-outcome = services.payment_submit(
+outcome = initiation.payment_submit(
     payment=payment, user=user, idempotency_key=str(payment.idempotency_key), presence=presence
 )
 result = {"id": payment.pk, "state": outcome.payment.state, "message": outcome.message,
@@ -84,14 +86,14 @@ result = {"id": payment.pk, "state": outcome.payment.state, "message": outcome.m
 """
 
 _POLL = """
-from payments.polling import payment_poll
+from payments.services.polling import payment_poll
 outcome = payment_poll(payment_id=params["id"])
 result = {"ok": outcome.ok, "message": outcome.message, "status": outcome.status, "skipped": outcome.skipped}
 """
 
 _POLL_SOON = """
 from payments.models import Payment
-from payments.polling import poll_soon
+from payments.services.polling import poll_soon
 for pk in params["ids"]:
     poll_soon(Payment.objects.get(pk=pk))
 """
@@ -313,7 +315,7 @@ def test_the_bank_down_sends_nothing_twice_tells_the_user_and_resumes(product):
 
 
 _POLLS = """
-from payments.polling import payment_poll
+from payments.services.polling import payment_poll
 result = []
 for _ in range(params["times"]):
     outcome = payment_poll(payment_id=params["id"])

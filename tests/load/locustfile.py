@@ -86,7 +86,7 @@ class PortalUser(HttpUser):
         with self.client.get(review_url, name="payment review", catch_response=True) as shown:
             review = shown
             if "/auth/confirm-password/" in shown.url:
-                # Every payment after the first asks for the password again (accounts.security): typed, as a
+                # Every payment after the first asks for the password again (users.security): typed, as a
                 # user would, and the portal returns to the review.
                 review = self.client.post(
                     shown.url,

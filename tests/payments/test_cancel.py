@@ -7,8 +7,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from payments import polling
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentState
+from payments.services import polling
 from tests.payments.payment_factories import PaymentFactory
 from tests.payments.test_polling import FakeBank, status
 from xs2a.errors import ClientError, TppMessage
@@ -19,7 +19,7 @@ from xs2a.models import Link, PaymentCancellationResponse
 def bank(monkeypatch):
     fake = FakeBank(status("CANC"))
     monkeypatch.setattr(polling, "bank_client", lambda: fake)
-    monkeypatch.setattr("payments.cancellation.bank_client", lambda: fake)
+    monkeypatch.setattr("payments.services.cancellation.bank_client", lambda: fake)
     return fake
 
 

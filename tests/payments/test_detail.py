@@ -12,8 +12,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from payments import polling
 from payments.models import PaymentEvent, PaymentEventKind, PaymentState
+from payments.services import polling
 from tests.payments.payment_factories import PaymentFactory, status_event
 from tests.payments.test_polling import FakeBank, status
 
@@ -32,7 +32,7 @@ ID_PAGES = [
 def bank(monkeypatch):
     fake = FakeBank(status("PDNG"))
     monkeypatch.setattr(polling, "bank_client", lambda: fake)
-    monkeypatch.setattr("payments.cancellation.bank_client", lambda: fake)
+    monkeypatch.setattr("payments.services.cancellation.bank_client", lambda: fake)
     return fake
 
 
@@ -194,7 +194,7 @@ def test_the_static_script_exists_and_uses_no_inline_code():
 def _last_activity(client, seconds_ago: int) -> str:
     from datetime import UTC, datetime
 
-    from accounts.security import LAST_ACTIVITY_KEY
+    from users.security import LAST_ACTIVITY_KEY
 
     stamp = (datetime.now(UTC) - timedelta(seconds=seconds_ago)).isoformat()
     session = client.session
@@ -204,7 +204,7 @@ def _last_activity(client, seconds_ago: int) -> str:
 
 
 def test_the_pages_background_refresh_does_not_keep_the_session_alive(alice_client, alice, settings):
-    from accounts.security import BACKGROUND_HEADER, LAST_ACTIVITY_KEY
+    from users.security import BACKGROUND_HEADER, LAST_ACTIVITY_KEY
 
     payment = PaymentFactory(user=alice)
     stamp = _last_activity(alice_client, 60)
@@ -218,7 +218,7 @@ def test_the_pages_background_refresh_does_not_keep_the_session_alive(alice_clie
 
 
 def test_an_idle_session_is_signed_out_by_the_background_refresh(alice_client, alice, settings):
-    from accounts.security import BACKGROUND_HEADER
+    from users.security import BACKGROUND_HEADER
 
     payment = PaymentFactory(user=alice)
     _last_activity(alice_client, settings.SENSITIVE_IDLE_TIMEOUT + 5)

@@ -17,7 +17,7 @@ from payments.selectors import (
     nok_equivalent,
     regulatory_reporting_requirement,
 )
-from payments.services import exchange_rates_store
+from payments.services.exchange_rates import exchange_rates_store
 from payments.spec import CURRENCY_SET
 from tests.payments.conftest import TODAY, make_rate
 

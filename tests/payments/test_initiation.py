@@ -12,12 +12,20 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
-from accounts.models import BankConnection, ConnectionAccess, ScaPurpose, ScaState
-from accounts.services import CallbackParams, IdentityMismatch, ScaStateRejected, session_key_hash
-from payments import services
+from connections import services as connection_services
+from connections.models import BankConnection, ConnectionAccess, ScaState
+from connections.services import CallbackParams, IdentityMismatch, ScaStateRejected, session_key_hash
 from payments.forms import DomesticPaymentForm, PaymentSubmitForm
 from payments.models import Payment, PaymentAuthorisation, PaymentEvent, PaymentEventKind, PaymentState
-from tests.accounts.bank_factories import BankAccountFactory, BankConnectionFactory
+from payments.services import authorisation as authorisation_module
+from payments.services import initiation
+from payments.services.authorisation import (
+    PAYMENT_PURPOSE,
+    AuthorisationNotStarted,
+    authorisation_start,
+    payment_sca_accept,
+)
+from tests.bank_factories import BankAccountFactory, BankConnectionFactory
 from xs2a import models as bank_models
 from xs2a.errors import FormatError, OutcomeUnknownError, ServerError, TppMessage, TransportError
 from xs2a.psu import PsuContext
@@ -63,7 +71,8 @@ class StubBank:
 @pytest.fixture
 def bank(monkeypatch) -> StubBank:
     stub = StubBank()
-    monkeypatch.setattr(services, "bank_client", lambda: stub)
+    for module in (initiation, authorisation_module):
+        monkeypatch.setattr(module, "bank_client", lambda: stub)
     return stub
 
 
@@ -106,7 +115,7 @@ def _draft(user, connection, **changes) -> Payment:
 
 
 def _submit(payment, user, **kwargs):
-    return services.payment_submit(
+    return initiation.payment_submit(
         payment=payment, user=user, idempotency_key=str(payment.idempotency_key), presence=PRESENCE, **kwargs
     )
 
@@ -136,9 +145,9 @@ def test_a_second_submit_calls_nothing(bank, draft, alice):
 
 
 def test_a_stale_key_or_another_users_payment_is_not_submitted(bank, draft, alice, bob):
-    with pytest.raises(services.PaymentNotSubmittable):
-        services.payment_submit(payment=draft, user=alice, idempotency_key=str(uuid.uuid4()), presence=PRESENCE)
-    with pytest.raises(services.PaymentNotSubmittable):
+    with pytest.raises(initiation.PaymentNotSubmittable):
+        initiation.payment_submit(payment=draft, user=alice, idempotency_key=str(uuid.uuid4()), presence=PRESENCE)
+    with pytest.raises(initiation.PaymentNotSubmittable):
         _submit(draft, bob)
     assert not bank.initiations and Payment.objects.get(pk=draft.pk).state == PaymentState.DRAFT
 
@@ -203,7 +212,7 @@ def test_a_refusal_maps_the_banks_paths_to_fields(bank, draft, alice):
 
 def test_single_sca_needs_the_identity_number_and_sends_it_as_x_psu_identity(bank, alice):
     payment = _draft(alice, None)
-    with pytest.raises(services.PaymentNotSubmittable) as missing:
+    with pytest.raises(initiation.PaymentNotSubmittable) as missing:
         _submit(payment, alice)
     assert missing.value.field == "national_identity_number" and not bank.initiations
 
@@ -228,7 +237,7 @@ def _unknown(bank, draft, alice) -> Payment:
 def test_reconciliation_replays_the_same_request(bank, draft, alice):
     payment = _unknown(bank, draft, alice)
 
-    outcome = services.payment_reconcile(payment_id=payment.pk)
+    outcome = initiation.payment_reconcile(payment_id=payment.pk)
 
     first, replay = bank.initiations
     assert replay["request_id"] == first["request_id"] and replay["body"] == first["body"]
@@ -243,24 +252,24 @@ def test_reconciliation_waits_for_its_time_and_one_reconciler(bank, draft, alice
     payment = _unknown(bank, draft, alice)
     Payment.objects.filter(pk=payment.pk).update(reconcile_at=timezone.now() + timedelta(minutes=1))
 
-    assert not services.payment_reconcile(payment_id=payment.pk).attempted
+    assert not initiation.payment_reconcile(payment_id=payment.pk).attempted
     assert len(bank.initiations) == 1
-    assert services.reconciliations_due() == []
+    assert initiation.reconciliations_due() == []
 
 
 def test_reconciliation_backs_off_then_stops_without_ever_sending_anew(bank, draft, alice):
     payment = _unknown(bank, draft, alice)
     delays = []
-    for _ in services.RECONCILE_DELAYS:
+    for _ in initiation.RECONCILE_DELAYS:
         bank.raise_on_initiate.append(ServerError("still failing", status=503))
         before = timezone.now()
-        outcome = services.payment_reconcile(payment_id=payment.pk)
+        outcome = initiation.payment_reconcile(payment_id=payment.pk)
         payment.refresh_from_db()
         assert outcome.state == PaymentState.OUTCOME_UNKNOWN
         if payment.reconcile_at is not None:
             delays.append(payment.reconcile_at - before)
             Payment.objects.filter(pk=payment.pk).update(reconcile_at=timezone.now())
-    assert delays == sorted(delays) and len(delays) == len(services.RECONCILE_DELAYS) - 1
+    assert delays == sorted(delays) and len(delays) == len(initiation.RECONCILE_DELAYS) - 1
     assert payment.reconcile_at is None and "contact the bank" in outcome.message
     assert {c["request_id"] for c in bank.initiations} == {str(draft.request_id)}
 
@@ -271,7 +280,7 @@ def test_a_refusal_on_reconciliation_means_nothing_exists_at_the_bank(bank, draf
         FormatError("refused", status=400, tpp_messages=[TppMessage("ERROR", "FORMAT_ERROR", "creditorName", "x")])
     )
 
-    assert services.payment_reconcile(payment_id=payment.pk).state == PaymentState.REFUSED
+    assert initiation.payment_reconcile(payment_id=payment.pk).state == PaymentState.REFUSED
 
 
 def test_due_reconciliations_are_dispatched(bank, draft, alice, monkeypatch):
@@ -289,12 +298,12 @@ def test_due_reconciliations_are_dispatched(bank, draft, alice, monkeypatch):
 def test_authorisation_start_stores_the_state_before_the_bank_is_called(bank, draft, alice):
     payment = _submit(draft, alice).payment
 
-    href = services.authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+    href = authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
 
     assert href == "http://bank.test/sca/1"
     (call,) = bank.authorisations
     state = ScaState.objects.get(token=call["tpp_session_id"])
-    assert state.purpose == ScaPurpose.PAYMENT and state.user == alice
+    assert state.purpose == PAYMENT_PURPOSE and state.user == alice
     assert state.session_key_hash == session_key_hash(SESSION) and state.used_at is None
     assert call["psu"].psu_id == draft.connection.psu_id and call["href"] == "/v1/payments/p/x/authorisations"
     authorisation = PaymentAuthorisation.objects.get(payment=payment)
@@ -305,22 +314,22 @@ def test_authorisation_start_stores_the_state_before_the_bank_is_called(bank, dr
 
 def test_a_second_start_reuses_the_unfinished_authorisation(bank, draft, alice):
     payment = _submit(draft, alice).payment
-    services.authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
-    services.authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+    authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+    authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
 
     assert PaymentAuthorisation.objects.filter(payment=payment).count() == 1
-    assert ScaState.objects.filter(purpose=ScaPurpose.PAYMENT).count() == 2
+    assert ScaState.objects.filter(purpose=PAYMENT_PURPOSE).count() == 2
 
 
 def test_a_draft_cannot_be_authorised(bank, draft, alice):
-    with pytest.raises(services.AuthorisationNotStarted):
-        services.authorisation_start(payment=draft, signer=alice, session_key=SESSION, presence=PRESENCE)
+    with pytest.raises(AuthorisationNotStarted):
+        authorisation_start(payment=draft, signer=alice, session_key=SESSION, presence=PRESENCE)
     assert not bank.authorisations
 
 
 def _started(bank, alice, connection) -> tuple[Payment, ScaState]:
     payment = _submit(_draft(alice, connection), alice).payment
-    services.authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+    authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
     return payment, ScaState.objects.get(token=bank.authorisations[-1]["tpp_session_id"])
 
 
@@ -328,65 +337,61 @@ def _params(state, psu_id, context="PRIVATE", corporate=None) -> CallbackParams:
     return CallbackParams(tpp_session_id=state.token, psu_id=psu_id, context=context, psu_corporate_id=corporate)
 
 
+def _callback_accept(*, user, session_key, params):
+    """What the callback does for a payment's state: connections' checks, then payments' handler."""
+    sca_return = connection_services.sca_return_accept(
+        user=user, session_key=session_key, params=params, presence=PRESENCE
+    )
+    return payment_sca_accept(sca_return=sca_return)
+
+
 def test_the_callback_records_the_approval_and_polls_soon(bank, alice, connection, monkeypatch):
     polled = []
-    monkeypatch.setattr("payments.polling.poll_soon", polled.append)
+    monkeypatch.setattr("payments.services.polling.poll_soon", polled.append)
     payment, state = _started(bank, alice, connection)
 
-    done = services.payment_sca_callback_accept(
-        user=alice, session_key=SESSION, params=_params(state, connection.psu_id)
-    )
+    done = _callback_accept(user=alice, session_key=SESSION, params=_params(state, connection.psu_id))
 
     assert done.pk == payment.pk and [p.pk for p in polled] == [payment.pk]
     assert PaymentAuthorisation.objects.get(payment=payment).completed_at is not None
     assert payment.events.filter(kind=PaymentEventKind.SCA_DONE, actor=alice).count() == 1
     with pytest.raises(ScaStateRejected) as replay:
-        services.payment_sca_callback_accept(
-            user=alice, session_key=SESSION, params=_params(state, connection.psu_id)
-        )
+        _callback_accept(user=alice, session_key=SESSION, params=_params(state, connection.psu_id))
     assert replay.value.reason == "used"
 
 
 def test_the_callback_is_refused_for_another_user_session_or_identity(bank, alice, bob, connection, monkeypatch):
-    monkeypatch.setattr("payments.polling.poll_soon", lambda payment: None)
+    monkeypatch.setattr("payments.services.polling.poll_soon", lambda payment: None)
     _payment, state = _started(bank, alice, connection)
 
     with pytest.raises(ScaStateRejected):
-        services.payment_sca_callback_accept(
-            user=bob, session_key=SESSION, params=_params(state, connection.psu_id)
-        )
+        _callback_accept(user=bob, session_key=SESSION, params=_params(state, connection.psu_id))
     with pytest.raises(ScaStateRejected):
-        services.payment_sca_callback_accept(
-            user=alice, session_key="b" * 32, params=_params(state, connection.psu_id)
-        )
+        _callback_accept(user=alice, session_key="b" * 32, params=_params(state, connection.psu_id))
     _payment2, state2 = _started(bank, alice, connection)
     with pytest.raises(IdentityMismatch):
-        services.payment_sca_callback_accept(
-            user=alice, session_key=SESSION, params=_params(state2, str(uuid.uuid4()))
-        )
+        _callback_accept(user=alice, session_key=SESSION, params=_params(state2, str(uuid.uuid4())))
     assert not PaymentAuthorisation.objects.filter(completed_at__isnull=False).exists()
 
 
 def test_an_expired_state_is_refused(bank, alice, connection, monkeypatch):
-    monkeypatch.setattr("payments.polling.poll_soon", lambda payment: None)
+    monkeypatch.setattr("payments.services.polling.poll_soon", lambda payment: None)
     _payment, state = _started(bank, alice, connection)
     ScaState.objects.filter(pk=state.pk).update(created_at=timezone.now() - timedelta(minutes=11))
 
     with pytest.raises(ScaStateRejected) as expired:
-        services.payment_sca_callback_accept(
-            user=alice, session_key=SESSION, params=_params(state, connection.psu_id)
-        )
+        _callback_accept(user=alice, session_key=SESSION, params=_params(state, connection.psu_id))
     assert expired.value.reason == "expired"
 
 
 def test_single_sca_keeps_the_psu_id_for_next_time(bank, alice, monkeypatch):
-    monkeypatch.setattr("payments.polling.poll_soon", lambda payment: None)
+    monkeypatch.setattr("payments.services.polling.poll_soon", lambda payment: None)
     payment = _submit(_draft(alice, None), alice, national_identity_number="13039319955").payment
-    services.authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+    authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
     state = ScaState.objects.get(token=bank.authorisations[-1]["tpp_session_id"])
     psu_id = str(uuid.uuid4())
 
-    services.payment_sca_callback_accept(user=alice, session_key=SESSION, params=_params(state, psu_id))
+    _callback_accept(user=alice, session_key=SESSION, params=_params(state, psu_id))
 
     kept = BankConnection.objects.get(user=alice)
     assert kept.psu_id == psu_id and kept.access == ConnectionAccess.PAYMENTS and kept.state == "active"
@@ -488,7 +493,7 @@ def test_a_submitted_payment_is_never_changed_by_edit(bank, alice_client, alice,
 
 
 def test_review_asks_for_the_password_when_it_is_old(alice_client, alice, draft, settings):
-    from accounts.security import REAUTHENTICATED_KEY
+    from users.security import REAUTHENTICATED_KEY
 
     session = alice_client.session
     session[REAUTHENTICATED_KEY] = (timezone.now() - timedelta(seconds=settings.REAUTH_MAX_AGE + 5)).isoformat()
@@ -556,12 +561,12 @@ def test_a_submission_whose_caller_died_is_taken_over_by_reconciliation_after_it
     Payment.objects.filter(pk=draft.pk).update(
         state=PaymentState.SUBMITTING, reconcile_at=timezone.now() + timedelta(minutes=1)
     )
-    assert services.reconciliations_due() == []  # the caller may still be waiting: its lease holds
-    assert not services.payment_reconcile(payment_id=draft.pk).attempted
+    assert initiation.reconciliations_due() == []  # the caller may still be waiting: its lease holds
+    assert not initiation.payment_reconcile(payment_id=draft.pk).attempted
 
     Payment.objects.filter(pk=draft.pk).update(reconcile_at=timezone.now() - timedelta(seconds=1))
-    assert services.reconciliations_due() == [draft.pk]
-    outcome = services.payment_reconcile(payment_id=draft.pk)
+    assert initiation.reconciliations_due() == [draft.pk]
+    outcome = initiation.payment_reconcile(payment_id=draft.pk)
 
     assert outcome.state == PaymentState.INITIATED
     assert {c["request_id"] for c in bank.initiations} == {str(draft.request_id)} and bank.made == 2
@@ -572,10 +577,10 @@ def test_a_submission_whose_caller_died_is_taken_over_by_reconciliation_after_it
 def test_a_live_submission_is_not_taken_over_by_check_now(bank, draft, alice):
     now = timezone.now()
     Payment.objects.filter(pk=draft.pk).update(
-        state=PaymentState.SUBMITTING, submitted_at=now, reconcile_at=services._call_lease(now)
+        state=PaymentState.SUBMITTING, submitted_at=now, reconcile_at=initiation._call_lease(now)
     )
 
-    outcome = services.payment_reconcile(payment_id=draft.pk, actor=alice, presence=PRESENCE)
+    outcome = initiation.payment_reconcile(payment_id=draft.pk, actor=alice, presence=PRESENCE)
 
     assert not outcome.attempted and outcome.state == PaymentState.SUBMITTING and not bank.initiations
 
@@ -688,7 +693,7 @@ def test_the_audit_row_of_the_approval_start_is_stored_with_its_outcome(bank, dr
     payment = _submit(draft, alice).payment
     bank.authorisation_start = _audited_authorisation_start(bank, status=201)
 
-    services.authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+    authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
 
     call = BankCall.objects.get(path_template__endswith="/authorisations")
     assert call.status == 201 and call.user == alice and call.object_id == str(payment.pk)
@@ -705,11 +710,11 @@ def test_the_audit_row_of_a_refused_approval_start_is_stored_with_the_failure(ba
     refused = FormatError("refused", status=400, tpp_messages=[TppMessage("ERROR", "FORMAT_ERROR", None, "No.")])
     bank.authorisation_start = _audited_authorisation_start(bank, status=400, error=refused)
 
-    with pytest.raises(services.AuthorisationNotStarted):
-        services.authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+    with pytest.raises(AuthorisationNotStarted):
+        authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
 
     call = BankCall.objects.get(path_template__endswith="/authorisations")
     assert call.status == 400 and call.error == "FormatError" and call.object_id == str(payment.pk)
     assert payment.events.filter(kind=PaymentEventKind.SCA_FAILED).count() == 1
-    assert ScaState.objects.get(purpose=ScaPurpose.PAYMENT).used_at is not None  # the state is spent
+    assert ScaState.objects.get(purpose=PAYMENT_PURPOSE).used_at is not None  # the state is spent
     assert Payment.objects.get(pk=payment.pk).state == PaymentState.INITIATED

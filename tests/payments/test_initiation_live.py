@@ -14,11 +14,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
-from accounts.models import BankAccount, BankConnection, ConnectionAccess, ScaState
-from accounts.security import REAUTHENTICATED_KEY
+from accounts.models import BankAccount
+from connections.models import BankConnection, ConnectionAccess, ScaState
 from payments.models import Payment, PaymentAuthorisation, PaymentEvent, PaymentEventKind, PaymentState
-from payments.polling import payment_poll
-from payments.services import payment_reconcile
+from payments.services.initiation import payment_reconcile
+from payments.services.polling import payment_poll
 from tests.live_bank import (  # noqa: F401 - the fixtures
     PRIVATE_1,
     BankBrowser,
@@ -30,6 +30,7 @@ from tests.live_bank import (  # noqa: F401 - the fixtures
 from tests.payments.journeys import cross_border
 from tpp_portal.bank import bank_client
 from tpp_portal.models import BankCall
+from users.security import REAUTHENTICATED_KEY
 
 pytestmark = pytest.mark.live_bank
 
@@ -161,16 +162,16 @@ def test_a_submit_arriving_while_the_first_waits_for_the_bank_sends_nothing(
     portal_connect(alice_client)
     payment = _draft(alice_client, cross_border(str(_brukskonto(alice).pk), amount="150001"))
     posted = {"idempotency_key": str(payment.idempotency_key)}
-    from payments import services
+    from payments.services import initiation
 
-    real_send = services._send
+    real_send = initiation._send
     during: list = []
 
     def send_with_a_second_submit(*args, **kwargs):
         during.append(alice_client.post(f"/payments/{payment.pk}/review/", posted))
         return real_send(*args, **kwargs)
 
-    monkeypatch.setattr(services, "_send", send_with_a_second_submit)
+    monkeypatch.setattr(initiation, "_send", send_with_a_second_submit)
     first = alice_client.post(f"/payments/{payment.pk}/review/", posted)
 
     assert first.status_code == 302 and first["Location"].startswith(live_bank)
@@ -291,10 +292,12 @@ def test_an_answer_lost_after_the_bank_committed_leads_to_one_payment_and_its_st
 
 
 def test_single_sca_with_the_national_identity_number_keeps_the_psu_id(live_bank, client, alice, bob):  # noqa: F811
-    # bob connects as the same bank customer only so the test knows the IBAN to type.
+    # bob connects as the same bank customer only so the test knows the IBAN to type; his portal user is then
+    # deleted, which frees the bank identity (a PSU-ID belongs to one portal user: connections.PsuBinding).
     client.force_login(bob)
     portal_connect(client)
     iban = _brukskonto(bob).iban
+    bob.delete()
     client.force_login(alice)
     assert not BankConnection.objects.filter(user=alice).exists()
 
@@ -409,19 +412,30 @@ def test_a_logical_duplicate_is_refused_until_the_user_confirms_it(live_bank, al
     assert [c.status for c in _initiation_calls()] == [201, 409, 201]
 
 
-def test_an_approval_cancelled_at_the_bank_is_recorded_and_can_be_retried(live_bank, alice_client, alice):  # noqa: F811
+def test_a_cancelled_approval_changes_nothing_shows_the_banks_status_and_can_be_retried(
+    live_bank,  # noqa: F811
+    alice_client,
+    alice,
+):
     portal_connect(alice_client)
     payment = _draft(alice_client, cross_border(str(_brukskonto(alice).pk), amount="3210"))
     sent = alice_client.post(f"/payments/{payment.pk}/review/", {"idempotency_key": str(payment.idempotency_key)})
+    events = list(payment.events.values_list("kind", flat=True))
 
     path, params = callback_target(BankBrowser().authorise(sent["Location"], cancel=True))
     failed = alice_client.get(path, params)
 
-    assert failed.status_code == 400 and failed.context["payment"].pk == payment.pk
+    # The failure redirect proves nothing: the portal asked the bank, which still has the payment unapproved.
+    assert failed.status_code == 200 and failed.context["payment"].pk == payment.pk
+    assert failed.context["payment"].transaction_status == "RCVD" and failed.context["may_approve"]
+    assert "The approval at the bank was stopped before it was completed." in failed.content.decode()
     authorisation = PaymentAuthorisation.objects.get(payment=payment)
-    assert authorisation.failed_at is not None and authorisation.completed_at is None and authorisation.failure
-    assert ScaState.objects.get(pk=authorisation.sca_state_id).used_at is not None
-    assert payment.events.filter(kind=PaymentEventKind.SCA_FAILED).count() == 1
+    assert authorisation.failed_at is None and authorisation.completed_at is None and not authorisation.failure
+    assert ScaState.objects.get(pk=authorisation.sca_state_id).used_at is None
+    assert not payment.events.filter(kind=PaymentEventKind.SCA_FAILED).exists()
+    assert list(payment.events.exclude(kind=PaymentEventKind.STATUS).values_list("kind", flat=True)) == [
+        kind for kind in events if kind != PaymentEventKind.STATUS
+    ]
 
     again = alice_client.post(f"/payments/{payment.pk}/approve/")
     assert again.status_code == 302 and again["Location"].startswith(live_bank)

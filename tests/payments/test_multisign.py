@@ -13,13 +13,14 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts.crypto import lookup_hash
-from accounts.models import ConnectionState, ScaPurpose, ScaState
-from accounts.security import REAUTHENTICATED_KEY
+from connections.crypto import lookup_hash
+from connections.models import ConnectionState, ScaState
 from payments.models import PaymentAuthorisation, PaymentEvent, PaymentEventKind
-from tests.accounts.bank_factories import BankConnectionFactory
+from payments.services.authorisation import PAYMENT_PURPOSE
+from tests.bank_factories import BankConnectionFactory
 from tests.factories import UserFactory
 from tests.payments.payment_factories import PaymentFactory
+from users.security import REAUTHENTICATED_KEY
 from xs2a.models import AuthorisationResponse, Link
 
 COMPANY = "6c3f0a8e-1d2b-4f5a-9e7c-0b1a2c3d4e5f"
@@ -58,7 +59,7 @@ class FakeBank:
 @pytest.fixture
 def bank(monkeypatch):
     fake = FakeBank()
-    monkeypatch.setattr("payments.services.bank_client", lambda: fake)
+    monkeypatch.setattr("payments.services.authorisation.bank_client", lambda: fake)
     return fake
 
 
@@ -102,7 +103,7 @@ def test_the_next_signer_sees_the_payment_and_signs_with_their_own_psu_id(alice,
     assert start["psu"].corporate_id == COMPANY
     assert start["psu"].ip_address == "127.0.0.1"
     state = ScaState.objects.get(user=bob)
-    assert state.purpose == ScaPurpose.PAYMENT and start["tpp_session_id"] == state.token
+    assert state.purpose == PAYMENT_PURPOSE and start["tpp_session_id"] == state.token
     authorisation = PaymentAuthorisation.objects.get(payment=payment, signer=bob)
     assert authorisation.sca_state == state and authorisation.completed_at is None
 

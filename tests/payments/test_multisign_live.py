@@ -9,9 +9,8 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from accounts.security import REAUTHENTICATED_KEY
 from payments.models import Payment, PaymentAuthorisation, PaymentEvent, PaymentEventKind, PaymentState
-from payments.polling import payment_poll
+from payments.services.polling import payment_poll
 from tests.live_bank import live_bank, live_bank_server, portal_connect  # noqa: F401 - the fixtures
 from tests.payments.journeys import (
     CORPORATE_2,
@@ -24,6 +23,7 @@ from tests.payments.journeys import (
     send,
 )
 from tpp_portal.models import BankCall
+from users.security import REAUTHENTICATED_KEY
 
 pytestmark = pytest.mark.live_bank
 

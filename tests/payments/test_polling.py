@@ -11,8 +11,8 @@ import pytest
 from django.db import OperationalError, connection
 from django.utils import timezone
 
-from payments import polling
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentProduct, PaymentState
+from payments.services import polling
 from tests.payments.payment_factories import PaymentFactory, status_event
 from xs2a.errors import AccessExceededError, ResourceUnknownError, ServerError, TppMessage
 from xs2a.models import PaymentCancellationResponse, PaymentStatus
@@ -485,7 +485,7 @@ def test_a_poll_killed_in_the_middle_loses_nothing_and_is_resumed(alice, bank, m
 
 def test_the_poll_is_audited_against_the_payment(alice, bank, monkeypatch):
     seen = []
-    from payments import polling as module
+    from payments.services import polling as module
 
     original = module.bank_audit_context
 

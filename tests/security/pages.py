@@ -79,7 +79,7 @@ def make_world(owner, stranger, staff) -> World:
     from django.utils import timezone
 
     from accounts.models import Transaction, TransactionStatus
-    from tests.accounts.bank_factories import BankAccountFactory, BankConnectionFactory
+    from tests.bank_factories import BankAccountFactory, BankConnectionFactory
     from tests.payments.payment_factories import PaymentFactory
 
     superuser = get_user_model().objects.create_superuser("root@example.com", "root@example.com", "x" * 20)

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection as db
 
-from accounts.models import BankConnection
+from connections.models import BankConnection
 from tests.live_bank import PRIVATE_1, portal_connect
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.live_bank]
@@ -54,19 +54,19 @@ def test_no_psu_identifier_in_clear_in_a_dump_or_the_log(live_bank, alice, alice
     call_command("dumpdata", "--natural-foreign", stdout=dumped)
     sources = {"dumpdata": dumped.getvalue(), "raw tables": raw_dump(), "log": caplog.text}
     # The dumps are not empty: the connections and their accounts are in them.
-    assert "accounts.bankconnection" in sources["dumpdata"] and "accounts_bankaccount" in sources["raw tables"]
+    assert "connections.bankconnection" in sources["dumpdata"] and "accounts_bankaccount" in sources["raw tables"]
     leaks = {(name, secret) for name, text in sources.items() for secret in secrets if secret in text}
     assert leaks == set()
 
 
 @pytest.mark.django_db
 def test_a_dump_keeps_identifiers_encrypted_and_loads_back(alice, tmp_path):
-    from tests.accounts.bank_factories import BankConnectionFactory
+    from tests.bank_factories import BankConnectionFactory
 
     psu_id, corporate_id = "4d1f6c2e-8a9b-4c3d-9e7f-0a1b2c3d4e5f", "ACME-CORP-000123456"
     connection = BankConnectionFactory(user=alice, psu_id=psu_id, psu_corporate_id=corporate_id)
     fixture = tmp_path / "connections.json"
-    call_command("dumpdata", "accounts.bankconnection", "--output", str(fixture))
+    call_command("dumpdata", "connections.bankconnection", "--output", str(fixture))
     text = fixture.read_text()
     assert psu_id not in text and corporate_id not in text and '"fernet:gAAAAA' in text
 

@@ -11,7 +11,7 @@ from cryptography.fernet import Fernet
 from django.core.management import call_command
 from django.db import connection as db
 
-from accounts.crypto import encrypted_fields
+from connections.crypto import encrypted_fields
 from tests.security.pages import autobuild
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +30,7 @@ def test_rotation_re_encrypts_every_encrypted_field_of_every_model(world, settin
     # The World's rows are encrypted with the current keys; "old" joins them, as the key in use.
     settings.FIELD_ENCRYPTION_KEYS = [old, *settings.FIELD_ENCRYPTION_KEYS]
     fields = encrypted_fields()
-    assert {m._meta.label for m in fields} >= {"accounts.BankConnection", "payments.Payment"}
+    assert {m._meta.label for m in fields} >= {"connections.BankConnection", "payments.Payment"}
 
     expected = {}
     for model, model_fields in fields.items():

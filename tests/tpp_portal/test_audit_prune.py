@@ -13,7 +13,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from tests.tpp_portal.staff_fixtures import bank_call
+from tests.staff.fixtures import bank_call
 from tpp_portal import settings as portal_settings
 from tpp_portal import tasks
 from tpp_portal.models import BankCall

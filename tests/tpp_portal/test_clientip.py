@@ -3,7 +3,7 @@
 import pytest
 from django.test import RequestFactory
 
-from accounts.psu import psu_presence
+from connections.psu import psu_presence
 from tpp_portal.clientip import client_ip
 
 LOGIN = "/auth/sign-in/"

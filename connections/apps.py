@@ -1,0 +1,16 @@
+from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
+
+
+class ConnectionsConfig(AppConfig):
+    name = "connections"
+    verbose_name = _("Bank connections")
+
+    def ready(self):
+        from connections import plugins, views
+        from connections.models import ScaPurpose
+
+        for purpose in ScaPurpose.values:
+            plugins.register_purpose(
+                purpose, accept=views.connection_sca_accept, failed=views.connection_sca_failed
+            )

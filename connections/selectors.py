@@ -1,0 +1,67 @@
+"""Reads about bank connections (the database), and the one bank read that lists a PSU's agreements."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from connections.models import BankConnection, ConnectionState, PsuContextChoice
+from tpp_portal.bank import bank_audit_context, bank_client
+from users.security import get_owned_or_404
+from xs2a import models as bank_models
+from xs2a.psu import PsuContext
+
+
+def connections_for(*, user: Any) -> list[BankConnection]:
+    """The connections page: the user's connections that are not disconnected, each with ``consented_accounts``
+    (the accounts the bank's latest consent covers; the accounts app keeps them on the relation "accounts")."""
+    connections = list(
+        BankConnection.objects.filter(user=user)
+        .exclude(state=ConnectionState.DISCONNECTED)
+        .prefetch_related("accounts")
+        .order_by("created_at", "pk")
+    )
+    for connection in connections:
+        connection.consented_accounts = [a for a in connection.accounts.all() if a.consented]
+    return connections
+
+
+def connection_for(*, user: Any, pk: Any) -> BankConnection:
+    """One of the user's connections (404 for anyone else's, or a disconnected one)."""
+    return get_owned_or_404(BankConnection.objects.exclude(state=ConnectionState.DISCONNECTED), user=user, pk=pk)
+
+
+def bank_agreements_for(
+    *, connection: BankConnection, presence: PsuContext, user: Any
+) -> list[bank_models.Agreement]:
+    """The corporate agreements the connection's PSU may act for (GET /v1/agreements, PSU present).
+
+    Raises ``xs2a.errors.Xs2aError`` when the bank refuses or fails.
+    """
+    psu = dataclasses.replace(presence, psu_id=connection.psu_id)
+    with bank_audit_context(user=user, obj=connection):
+        return bank_client().agreements(psu=psu)
+
+
+def connection_for_agreement(*, user: Any, corporate_id_hash: str) -> BankConnection | None:
+    """The user's own active connection to the corporate agreement with this PSU-Corporate-ID hash (a co-signer
+    approves a company's payment with it), the newest SCA first."""
+    return (
+        BankConnection.objects.filter(
+            user=user, psu_corporate_id_hash=corporate_id_hash, state=ConnectionState.ACTIVE
+        )
+        .exclude(psu_id_hash="")
+        .order_by("-sca_at", "-pk")
+        .first()
+    )
+
+
+def confirmed_agreement_hashes(*, user: Any) -> list[str]:
+    """The PSU-Corporate-ID hashes of the user's active corporate connections: the agreements the bank confirmed
+    for this user (it listed them with the user's own PSU-ID, and answered with the connection)."""
+    return list(
+        BankConnection.objects.filter(user=user, context=PsuContextChoice.CORPORATE, state=ConnectionState.ACTIVE)
+        .exclude(psu_corporate_id_hash="")
+        .values_list("psu_corporate_id_hash", flat=True)
+        .distinct()
+    )

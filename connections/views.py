@@ -1,0 +1,203 @@
+"""Bank connection pages: connect, the one SCA callback (TPP-Redirect-URI) and the handlers of this app's SCA
+purposes, the connections page (reconnect, disconnect, agreements). Thin: forms check, services write, selectors
+read.
+
+The callback checks what every purpose shares (connections.services.sca_return_accept: the state, the PSU-ID's
+owner, the agreement confirmed by the bank), then hands the result to the handler registered for the state's
+purpose (connections.plugins): this module's for connecting, payments' for approving a payment.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib import messages
+from django.shortcuts import redirect, render
+from django.utils import formats
+from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from connections import plugins, selectors, services
+from connections.forms import AgreementForm, ConnectForm, callback_failure, callback_success, failure_explained
+from connections.models import ConnectionAccess, PsuContextChoice, ScaPurpose
+from connections.psu import psu_presence
+from users.security import sensitive_page
+from xs2a.errors import Xs2aError
+
+logger = logging.getLogger(__name__)
+
+
+def _to_bank(request, **start):
+    """Start SCA and send the PSU's browser to the bank's scaRedirect (the only redirect out of the portal)."""
+    try:
+        href = services.sca_start(
+            user=request.user, session_key=request.session.session_key, presence=psu_presence(request), **start
+        )
+    except (Xs2aError, services.BankStartFailed) as exc:
+        logger.warning("SCA not started", extra={"error": type(exc).__name__})
+        messages.error(request, _("The bank could not start the authentication. Please try again later."))
+        return None
+    return redirect(href)
+
+
+def report(request, outcome: services.FetchOutcome | None) -> None:
+    """The bank's answer to a use of a connection, as a message for the user."""
+    if outcome is None:
+        return
+    if outcome.problem == services.FetchProblem.NEEDS_RECONNECT:
+        messages.warning(request, _("The bank asks you to confirm your consent again. Use Reconnect."))
+    elif outcome.problem == services.FetchProblem.LIMIT:
+        if outcome.retry_at:
+            when = formats.date_format(outcome.retry_at, "DATETIME_FORMAT")
+            messages.warning(request, _("The bank's limit is reached; try again after %(when)s.") % {"when": when})
+        else:
+            messages.warning(request, _("The bank's limit is reached; try again later."))
+    elif outcome.problem == services.FetchProblem.UNAVAILABLE:
+        messages.error(request, _("The bank did not answer as expected. Please try again later."))
+
+
+@sensitive_page
+@require_http_methods(["GET", "POST"])
+def connect(request):
+    form = ConnectForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        payments_only = form.cleaned_data["access"] == ConnectionAccess.PAYMENTS
+        response = _to_bank(
+            request,
+            purpose=ScaPurpose.USERS if payments_only else ScaPurpose.CONNECT,
+            context=form.cleaned_data["context"],
+        )
+        if response is not None:
+            return response
+    return render(request, "connections/connect.html", {"form": form})
+
+
+def _rejected(request, reason: str):
+    return render(request, "connections/callback_rejected.html", {"reason": reason}, status=400)
+
+
+@never_cache
+@require_GET
+def callback(request):
+    """TPP-Redirect-URI: the bank sends the PSU back here after SCA (spec section 6).
+
+    Never redirects outside the portal; a rejected callback stores nothing. A failure redirect names no state: it
+    goes to the handler of this browser session's open state, which spends nothing and changes nothing.
+    """
+    code = callback_failure(request.GET)
+    if code is not None:
+        state = services.sca_state_open(user=request.user, session_key=request.session.session_key)
+        if state is not None:
+            return plugins.purpose(state.purpose).failed(request, state, code)
+        return render(request, "connections/callback_failed.html", {"explained": failure_explained(code)})
+    if not request.user.is_authenticated:
+        return _rejected(request, "signed_out")
+    params, wrong = callback_success(request.GET)
+    if params is None:
+        logger.info("SCA callback malformed", extra={"parameter": wrong})
+        return _rejected(request, "malformed")
+    try:
+        sca_return = services.sca_return_accept(
+            user=request.user,
+            session_key=request.session.session_key,
+            params=services.CallbackParams(**params),
+            presence=psu_presence(request),
+        )
+    except services.ScaStateRejected as exc:
+        logger.info("SCA callback rejected", extra={"reason": exc.reason})
+        return _rejected(request, exc.reason)
+    except services.IdentityRefused:
+        return _rejected(request, "refused")
+    except services.IdentityUnconfirmed:
+        return _rejected(request, "unconfirmed")
+    return plugins.purpose(sca_return.state.purpose).accept(request, sca_return)
+
+
+def connection_sca_accept(request, sca_return: services.ScaReturn):
+    """This app's purposes (connect, reconnect, agreement, users): the connection established, then, for
+    account information, what the other apps read with the new consent while the PSU is here."""
+    try:
+        connection = services.connection_establish(sca_return=sca_return)
+    except services.IdentityMismatch:
+        return _rejected(request, "identity")
+    except services.ScaStateRejected as exc:
+        return _rejected(request, exc.reason)
+    if connection.access == ConnectionAccess.PAYMENTS:
+        messages.success(request, _("Your bank is connected for payments."))
+        return redirect("bank-connections")
+    outcomes = plugins.consent_granted(
+        connection=connection,
+        presence=sca_return.presence,
+        actor=request.user,
+        tpp_session_id=sca_return.state.token,
+    )
+    if all(outcome.ok for outcome in outcomes):
+        messages.success(request, _("Your bank is connected."))
+    for outcome in outcomes:
+        report(request, outcome)
+    return redirect("bank-connections")
+
+
+def connection_sca_failed(request, state, code: str):
+    """A failure redirect while this session was connecting: nothing is changed and the state stays usable (the
+    bank's real redirect may still come)."""
+    return render(request, "connections/callback_failed.html", {"explained": failure_explained(code)})
+
+
+@sensitive_page
+@require_GET
+def connections(request):
+    return render(
+        request,
+        "connections/connections.html",
+        {"connections": selectors.connections_for(user=request.user)},
+    )
+
+
+@sensitive_page
+@require_POST
+def reconnect(request, pk):
+    connection = selectors.connection_for(user=request.user, pk=pk)
+    response = _to_bank(request, purpose=ScaPurpose.RECONNECT, context=connection.context, connection=connection)
+    return response or redirect("bank-connections")
+
+
+@sensitive_page
+@require_http_methods(["GET", "POST"])
+def disconnect(request, pk):
+    connection = selectors.connection_for(user=request.user, pk=pk)
+    if request.method == "POST":
+        services.connection_disconnect(connection=connection, actor=request.user)
+        messages.success(request, _("The connection is removed, with its accounts and balances."))
+        return redirect("bank-connections")
+    return render(request, "connections/disconnect.html", {"connection": connection})
+
+
+@sensitive_page
+@require_http_methods(["GET", "POST"])
+def agreements(request, pk):
+    """Corporate agreements of a connection's PSU (GET /v1/agreements); picking one starts a consent for it."""
+    connection = selectors.connection_for(user=request.user, pk=pk)
+    try:
+        listed = selectors.bank_agreements_for(
+            connection=connection, presence=psu_presence(request), user=request.user
+        )
+    except Xs2aError as exc:
+        logger.warning("agreements not listed", extra={"error": type(exc).__name__})
+        messages.error(request, _("The bank did not list your agreements. Please try again later."))
+        return redirect("bank-connections")
+    form = AgreementForm(request.POST or None, agreements=listed)
+    if request.method == "POST" and form.is_valid():
+        response = _to_bank(
+            request,
+            purpose=ScaPurpose.AGREEMENT,
+            context=PsuContextChoice.CORPORATE,
+            connection=connection,
+            agreement=form.chosen(),
+        )
+        if response is not None:
+            return response
+    return render(
+        request, "connections/agreements.html", {"connection": connection, "form": form, "listed": listed}
+    )

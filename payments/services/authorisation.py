@@ -1,0 +1,221 @@
+"""A payment's approval (SCA): starting it at the bank, and what the bank's redirect back comes to.
+
+The redirect back reaches connections' one callback, which consumes the SCA state and checks the identity it
+claims, then hands it to :func:`payment_sca_accept` (registered for the purpose "payment" in
+``PaymentsConfig.ready``). A failure redirect names no state and proves nothing: :func:`payment_sca_failed`
+changes nothing and reads the payment's status from the bank instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from connections import services as connection_services
+from connections.crypto import lookup_hash
+from connections.models import BankConnection, PsuContextChoice, ScaState
+from connections.services import IdentityMismatch, ScaReturn, ScaStateRejected
+from payments.models import Payment, PaymentAuthorisation, PaymentEvent, PaymentEventKind, PaymentState
+from payments.services.initiation import PaymentServiceError
+from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client
+from xs2a.errors import Xs2aError
+from xs2a.psu import PsuContext
+
+logger = logging.getLogger(__name__)
+
+#: The SCA purpose of a payment's approval (registered with connections.plugins by PaymentsConfig.ready).
+PAYMENT_PURPOSE = "payment"
+
+
+class AuthorisationNotStarted(PaymentServiceError):
+    """The bank did not start the approval. ``message`` is for the user (the bank's text when it gave one)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# --- starting the approval ---------------------------------------------------------------------------------
+
+
+def _signer_connection(payment: Payment, signer) -> BankConnection | None:
+    """The connection whose PSU-ID the signer approves with: the payment's for the initiator; for another
+    signer of a corporate payment, their own active connection to the same agreement (PSU-Corporate-ID)."""
+    if signer.pk == payment.user_id:
+        return payment.connection
+    if payment.connection is None or not payment.connection.psu_corporate_id_hash:
+        return None
+    from connections.selectors import connection_for_agreement
+
+    return connection_for_agreement(user=signer, corporate_id_hash=payment.connection.psu_corporate_id_hash)
+
+
+def authorisation_start(*, payment: Payment, signer, session_key: str | None, presence: PsuContext) -> str:
+    """Store a fresh SCA state (purpose "payment") and the signer's PaymentAuthorisation, then POST the payment's
+    startAuthorisation link; returns the scaRedirect address to send the signer's browser to.
+
+    The initiator approves first; for a corporate payment in PATC a further signer (another portal user of the
+    same company, with their own connection to the agreement) calls this too. Raises AuthorisationNotStarted
+    (with the bank's text when it gave one); the SCA state is then spent and the failure noted.
+    """
+    if not payment.payment_id or payment.state not in (
+        PaymentState.INITIATED,
+        PaymentState.AUTHORISING,
+        PaymentState.AWAITING_STATUS,
+    ):
+        raise AuthorisationNotStarted(_("This payment is not waiting for an approval."))
+    if payment.transaction_status and payment.transaction_status not in ("RCVD", "PATC"):
+        raise AuthorisationNotStarted(_("This payment needs no further approval."))
+    connection = _signer_connection(payment, signer)
+    if signer.pk != payment.user_id and connection is None:
+        raise AuthorisationNotStarted(
+            _("Connect your bank for this company first: the bank needs to know who signs.")
+        )
+    now = timezone.now()
+    with transaction.atomic():
+        state = connection_services.sca_state_create(
+            user=signer,
+            session_key=session_key,
+            purpose=PAYMENT_PURPOSE,
+            context=payment.context,
+            connection=connection,
+            now=now,
+        )
+        authorisation = (
+            PaymentAuthorisation.objects.select_for_update()
+            .filter(payment=payment, signer=signer, completed_at__isnull=True)
+            .order_by("-started_at", "-id")
+            .first()
+        )
+        if authorisation is None:
+            authorisation = PaymentAuthorisation.objects.create(
+                payment=payment, signer=signer, sca_state=state, started_at=now
+            )
+        else:
+            authorisation.sca_state = state
+            authorisation.started_at = now
+            authorisation.failed_at = None
+            authorisation.failure = ""
+            authorisation.save(update_fields=["sca_state", "started_at", "failed_at", "failure"])
+    identity: dict[str, Any] = {"context": payment.context, "tpp_session_id": state.token, "identity": None}
+    if connection is not None and connection.psu_id:
+        identity.update(psu_id=connection.psu_id, corporate_id=connection.psu_corporate_id or None)
+    psu = dataclasses.replace(presence, **identity)
+    href = payment.links.get("startAuthorisation") if isinstance(payment.links, dict) else None
+    # The call's audit row is committed with what the call came to (one commit after the call, not two).
+    with bank_audit_deferred() as flush_audit:
+        try:
+            with bank_audit_context(user=signer, obj=payment):
+                answer = bank_client().authorisation_start(
+                    href=href or None,
+                    payment_id=payment.payment_id,
+                    product=payment.product,
+                    psu=psu,
+                    tpp_session_id=state.token,
+                )
+            redirect_to = answer.sca_redirect or ""
+            parts = urlsplit(redirect_to)
+            if parts.scheme not in {"http", "https"} or not parts.netloc:
+                raise AuthorisationNotStarted(_("The bank did not give an address to approve the payment at."))
+        except (Xs2aError, AuthorisationNotStarted) as error:
+            text = (
+                error.message
+                if isinstance(error, AuthorisationNotStarted)
+                else (error.text or _("The bank could not start the approval. Please try again later."))
+            )
+            failed = timezone.now()
+            with transaction.atomic():
+                flush_audit()
+                connection_services.sca_state_spend(state=state, now=failed)
+                PaymentAuthorisation.objects.filter(pk=authorisation.pk).update(
+                    failed_at=failed, failure=text[:512]
+                )
+                PaymentEvent.objects.create(
+                    payment=payment, kind=PaymentEventKind.SCA_FAILED, actor=signer, detail=text[:512]
+                )
+            raise AuthorisationNotStarted(text) from error
+        started = timezone.now()
+        with transaction.atomic():
+            flush_audit()
+            moved = Payment.objects.filter(pk=payment.pk, state=PaymentState.INITIATED).update(
+                state=PaymentState.AUTHORISING, updated_at=started
+            )
+            PaymentEvent.objects.create(payment=payment, kind=PaymentEventKind.SCA_STARTED, actor=signer)
+    if moved:  # what the UPDATE wrote, without reading the row back
+        payment.state, payment.updated_at = PaymentState.AUTHORISING, started
+    else:  # already past INITIATED (a further signer, a second try): the row as it is
+        payment.refresh_from_db(fields=["state", "updated_at"])
+    return redirect_to
+
+
+# --- the redirect back --------------------------------------------------------------------------------------
+
+
+def payment_sca_accept(*, sca_return: ScaReturn) -> Payment:
+    """The bank sent the signer back after approving (the state consumed, the identity checked by connections):
+    record the signature, keep a single-SCA PSU-ID for next time, and read the status soon. The redirect
+    decides nothing about the payment itself: its status is read from the bank.
+
+    Raises ScaStateRejected or IdentityMismatch (recorded); nothing is recorded then.
+    """
+    from payments.services.polling import poll_soon
+
+    state, user, now = sca_return.state, sca_return.user, sca_return.at
+    authorisation = (
+        PaymentAuthorisation.objects.select_related("payment", "payment__connection")
+        .filter(sca_state=state)
+        .first()
+    )
+    if authorisation is None:
+        raise ScaStateRejected("unknown")
+    payment = authorisation.payment
+    expected = state.connection
+    if sca_return.context != payment.context:
+        connection_services.identity_mismatch_record(sca_return=sca_return, detail="approved in another context")
+        raise IdentityMismatch("the payment was approved in another context")
+    if expected is not None and (expected.psu_id_hash, expected.psu_corporate_id_hash) != (
+        lookup_hash(sca_return.psu_id),
+        lookup_hash(sca_return.corporate_id),
+    ):
+        connection_services.identity_mismatch_record(
+            sca_return=sca_return, detail="payment approved as another bank user or agreement"
+        )
+        raise IdentityMismatch("the payment was approved as another bank user or agreement")
+    initiator = user.pk == payment.user_id
+    with transaction.atomic():
+        locked = Payment.objects.select_for_update().get(pk=payment.pk)
+        if locked.connection_id is None and initiator and sca_return.context == PsuContextChoice.PRIVATE:
+            connection = connection_services.connection_keep_for_payments(
+                user=user, psu_id=sca_return.psu_id, now=now
+            )
+            Payment.objects.filter(pk=locked.pk).update(connection=connection)
+        done = PaymentAuthorisation.objects.filter(pk=authorisation.pk, completed_at__isnull=True).update(
+            completed_at=now, failed_at=None, failure=""
+        )
+        if done == 1:
+            PaymentEvent.objects.create(
+                payment=locked,
+                at=now,
+                kind=PaymentEventKind.SCA_DONE if initiator else PaymentEventKind.SIGNATURE,
+                actor=user,
+            )
+        poll_soon(locked)
+    payment.refresh_from_db()
+    return payment
+
+
+def payment_for_failed_sca(*, state: ScaState, user) -> Payment | None:
+    """The payment whose approval the session's open SCA state is about (a failure redirect names none), when it
+    is this user's to sign; None otherwise."""
+    authorisation = (
+        PaymentAuthorisation.objects.select_related("payment")
+        .filter(sca_state=state, signer=user, completed_at__isnull=True)
+        .first()
+    )
+    return authorisation.payment if authorisation is not None else None

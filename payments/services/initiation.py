@@ -1,0 +1,637 @@
+"""Payment initiation: draft -> submit (one bank call) -> initiated / refused / outcome unknown ->
+reconciliation.
+
+Rules kept here:
+
+- The payment row (idempotency key, X-Request-ID, exact body bytes) is committed before the bank is called; the
+  claim DRAFT -> SUBMITTING is a conditional UPDATE, so of two submits of one review page only one calls the
+  bank. No bank call runs inside ``transaction.atomic``.
+- A lost answer (timeout, 5xx, unreadable answer) is never re-sent as a new payment: reconciliation replays the
+  same request (same X-Request-ID, the same bytes, the same TPP-Session-ID and PSU headers, allowLogicalDuplicate
+  as first sent). The bank answers a replay with the payment it made the first time, or makes it now when the
+  first never arrived: at most one payment exists at the bank per submission.
+- The national identity number (single SCA) and the PSU headers are kept, encrypted, only while the answer is
+  unknown; they are erased as soon as it is known.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import models, transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from connections.models import BankConnection, ConnectionState, PsuContextChoice
+from payments.instructions import BANK_PATH_TO_FIELD
+from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentProduct, PaymentState
+from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client
+from xs2a import models as bank_models
+from xs2a.errors import (
+    ClientError,
+    OutcomeUnknownError,
+    ResponseSignatureError,
+    ServerError,
+    TransportError,
+    UnexpectedResponseError,
+    Xs2aError,
+)
+from xs2a.psu import PsuContext
+
+logger = logging.getLogger(__name__)
+
+#: Reconciliation of an OUTCOME_UNKNOWN payment: the first try soon, then slower; after the last the payment
+#: stays "checking with the bank" and the user is told to ask the bank (nothing is ever sent anew).
+RECONCILE_DELAYS = (
+    timedelta(seconds=15),
+    timedelta(minutes=1),
+    timedelta(minutes=5),
+    timedelta(minutes=15),
+    timedelta(minutes=30),
+)
+#: A reconciler holds the payment this long (a conditional UPDATE of reconcile_at claims it).
+RECONCILE_LEASE = timedelta(minutes=2)
+
+# The PSU headers kept for a replay: PsuContext fields, as sent.
+_REPLAY_FIELDS = (
+    "psu_id",
+    "corporate_id",
+    "context",
+    "ip_address",
+    "ip_port",
+    "user_agent",
+    "accept",
+    "accept_charset",
+    "accept_encoding",
+    "accept_language",
+    "http_method",
+    "device_id",
+    "geo_location",
+)
+
+
+class PaymentServiceError(Exception):
+    """Base of the payment initiation errors of this module."""
+
+
+class PaymentNotSubmittable(PaymentServiceError):
+    """The payment cannot be sent (not a draft, the identity it needs is missing ...). ``field`` names the
+    review page's field the message belongs beside, when there is one."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+@dataclass(frozen=True)
+class SubmitOutcome:
+    """What a submission came to. ``payment.state`` says which: INITIATED (go on to approval), REFUSED
+    (``field_errors``/``errors``: the bank's texts, by form field when its path names one), OUTCOME_UNKNOWN
+    (reconciliation runs), DRAFT (nothing reached the bank: send again), or another state when this was a
+    second submit of an already submitted payment (``duplicate_submit``)."""
+
+    payment: Payment
+    duplicate_submit: bool = False
+    message: str = ""
+    field_errors: dict[str, list[str]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+
+# --- drafts --------------------------------------------------------------------------------------------------
+
+
+def payment_draft_create(
+    *,
+    user,
+    product: str,
+    context: str,
+    connection: BankConnection | None,
+    instruction,
+    body_json: bytes,
+    form_data: dict,
+    nok_equivalent: Decimal | None = None,
+    allow_logical_duplicate: bool = False,
+    replaces: Payment | None = None,
+) -> Payment:
+    """A reviewed, unsent payment: its idempotency key and X-Request-ID are made now; the body is frozen.
+
+    ``replaces``: the draft this one was edited from; it is removed when still unsent (a submitted payment is
+    never edited nor removed).
+    """
+    if product not in PaymentProduct.values or context not in PsuContextChoice.values:
+        raise ValueError(f"unknown product or context: {product!r}, {context!r}")
+    if connection is not None and connection.user_id != user.pk:
+        raise ValueError("the connection is not the user's")
+    creditor = instruction.creditor_account
+    with transaction.atomic():
+        payment = Payment.objects.create(
+            user=user,
+            connection=connection,
+            product=product,
+            context=context,
+            state=PaymentState.DRAFT,
+            idempotency_key=uuid.uuid4(),
+            request_id=uuid.uuid4(),
+            body_json=body_json.decode("utf-8"),
+            form_data=form_data,
+            allow_logical_duplicate=allow_logical_duplicate,
+            amount=instruction.amount,
+            currency=instruction.currency,
+            debtor_account=instruction.debtor_account.iban or instruction.debtor_account.bban,
+            creditor_name=instruction.creditor_name,
+            creditor_account=creditor.iban or creditor.bban,
+            requested_execution_date=instruction.requested_execution_date,
+            nok_equivalent=nok_equivalent,
+        )
+        PaymentEvent.objects.create(payment=payment, kind=PaymentEventKind.CREATED, actor=user)
+        if replaces is not None:
+            Payment.objects.filter(pk=replaces.pk, user=user, state=PaymentState.DRAFT).delete()
+    return payment
+
+
+# --- submission ----------------------------------------------------------------------------------------------
+
+
+def _replay_psu_json(psu: PsuContext) -> str:
+    return json.dumps({name: getattr(psu, name) for name in _REPLAY_FIELDS if getattr(psu, name) is not None})
+
+
+def _initiation_psu(payment: Payment, presence: PsuContext) -> PsuContext:
+    """The PSU headers of the initiation: PSU-ID (and PSU-Corporate-ID) of the payment's connection, or
+    X-PSU-IDENTITY for single SCA, with the PSU's live request."""
+    connection = payment.connection
+    if connection is not None:
+        if not connection.psu_id or connection.state == ConnectionState.DISCONNECTED:
+            raise PaymentNotSubmittable(_("The bank connection of this payment is no longer available."))
+        return dataclasses.replace(
+            presence,
+            psu_id=connection.psu_id,
+            corporate_id=connection.psu_corporate_id or None,
+            context=payment.context,
+            identity=None,
+            tpp_session_id=None,
+        )
+    return dataclasses.replace(presence, psu_id=None, corporate_id=None, context=PsuContextChoice.PRIVATE)
+
+
+def _bank_messages(error: Xs2aError) -> list[dict[str, Any]]:
+    return [{"category": m.category, "code": m.code, "path": m.path, "text": m.text} for m in error.tpp_messages]
+
+
+def bank_errors_by_field(tpp_messages: list[dict[str, Any]]) -> tuple[dict[str, list[str]], list[str]]:
+    """The bank's ERROR texts by the form field their ``path`` names, and those naming no form field."""
+    by_field: dict[str, list[str]] = {}
+    general: list[str] = []
+    for message in tpp_messages or []:
+        if str(message.get("category", "ERROR")).upper() != "ERROR":
+            continue
+        text = message.get("text") or message.get("code") or _("The bank refused the payment.")
+        target = BANK_PATH_TO_FIELD.get(message.get("path") or "")
+        if target is None and message.get("path") == "X-PSU-IDENTITY":
+            target = "national_identity_number"
+        if target:
+            by_field.setdefault(target, []).append(text)
+        else:
+            general.append(text)
+    return by_field, general
+
+
+def _answer_fields(answer: bank_models.PaymentInitiationResponse) -> dict[str, Any]:
+    fees = answer.transaction_fees
+    return {
+        "payment_id": answer.payment_id,
+        "transaction_status": answer.transaction_status[:4],
+        "fee_amount": fees.amount if fees is not None else None,
+        "fee_currency": fees.currency[:3] if fees is not None else "",
+        "fee_indicator": answer.transaction_fee_indicator,
+        "psu_message": (answer.psu_message or "")[:512],
+        "tpp_messages": [
+            {"category": m.category, "code": m.code, "path": m.path, "text": m.text} for m in answer.tpp_messages
+        ],
+        "links": {name: link.href for name, link in answer.links.items()},
+    }
+
+
+#: Raised by the bank client for a request that may have reached the bank without its answer reaching us.
+_ANSWER_LOST = (OutcomeUnknownError, ServerError, ResponseSignatureError, UnexpectedResponseError)
+#: Left as they are by a call that got its answer: a lost answer or a crashed caller (the lease ran out).
+_CALLING_STATES = (PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN)
+
+
+def _call_lease(now: datetime) -> datetime:
+    """Until when a caller holds a SUBMITTING payment (``reconcile_at``): longer than any one initiation call
+    can last. After it, the caller is taken for dead (process killed) and reconciliation takes over."""
+    timeout = float(settings.BANK_TIMEOUT)
+    lease = getattr(settings, "PAYMENT_CALL_LEASE", None)  # only the fault tests' faster clock sets it
+    if lease is None:
+        return now + max(RECONCILE_LEASE, timedelta(seconds=2 * timeout + 60))
+    return now + max(lease, timedelta(seconds=2 * timeout))  # never shorter than a connect and a read
+
+
+def _submitted_event(payment: Payment, actor) -> PaymentEvent:
+    """ "Sent to the bank", at the time of the claim: written with what the call came to, in one transaction
+    (the claim itself is one UPDATE committed before the call)."""
+    return PaymentEvent(
+        payment=payment, at=payment.submitted_at or timezone.now(), kind=PaymentEventKind.SUBMITTED, actor=actor
+    )
+
+
+def _store_initiated(
+    payment: Payment,
+    answer: bank_models.PaymentInitiationResponse,
+    *,
+    kind: str,
+    actor,
+    flush_audit,
+    events: tuple[PaymentEvent, ...] = (),
+) -> bool:
+    """SUBMITTING/OUTCOME_UNKNOWN -> INITIATED with the bank's answer, the timeline events and the bank call's
+    audit row, in one transaction; False when another writer stored the answer first."""
+    now = timezone.now()
+    fields = _answer_fields(answer)
+    rows = [*events]
+    if kind != PaymentEventKind.STATUS:
+        confirmed = _("The bank confirmed the payment.")
+        rows.append(PaymentEvent(payment=payment, at=now, kind=kind, actor=actor, detail=confirmed))
+    rows.append(
+        PaymentEvent(
+            payment=payment,
+            at=now,
+            kind=PaymentEventKind.STATUS,
+            transaction_status=fields["transaction_status"],
+            detail=fields["psu_message"],
+        )
+    )
+    # One transaction: the audit rows whatever happens, the answer and its events only if no other writer stored
+    # them first.
+    with transaction.atomic():
+        flush_audit()
+        updated = Payment.objects.filter(pk=payment.pk, state__in=_CALLING_STATES).update(
+            state=PaymentState.INITIATED,
+            psu_identity="",
+            initiation_psu="",
+            reconcile_at=None,
+            updated_at=now,
+            **fields,
+        )
+        if updated == 1:
+            PaymentEvent.objects.bulk_create(rows)
+    if updated != 1:
+        return False
+    # What the UPDATE wrote, without reading the row back.
+    for name, value in fields.items():
+        setattr(payment, name, value)
+    payment.state, payment.psu_identity, payment.initiation_psu = PaymentState.INITIATED, "", ""
+    payment.reconcile_at, payment.updated_at = None, now
+    return True
+
+
+def _store_refused(
+    payment: Payment, error: Xs2aError, *, actor, flush_audit, events: tuple[PaymentEvent, ...] = ()
+) -> bool:
+    """A 4xx: nothing exists at the bank. The bank's messages are kept (the form shows them by field)."""
+    now = timezone.now()
+    messages_ = _bank_messages(error)
+    text = error.text or error.code or (f"HTTP {error.status}" if error.status else error.message)
+    with transaction.atomic():
+        flush_audit()
+        updated = Payment.objects.filter(pk=payment.pk, state__in=_CALLING_STATES).update(
+            state=PaymentState.REFUSED,
+            tpp_messages=messages_,
+            psu_identity="",
+            initiation_psu="",
+            reconcile_at=None,
+            updated_at=now,
+        )
+        if updated != 1:
+            return False
+        PaymentEvent.objects.bulk_create(
+            [
+                *events,
+                PaymentEvent(
+                    payment=payment, at=now, kind=PaymentEventKind.BANK_ERROR, actor=actor, detail=text[:512]
+                ),
+            ]
+        )
+    payment.state, payment.tpp_messages, payment.psu_identity, payment.initiation_psu = (
+        PaymentState.REFUSED,
+        messages_,
+        "",
+        "",
+    )
+    payment.reconcile_at, payment.updated_at = None, now
+    return True
+
+
+def _store_unknown(
+    payment: Payment, *, later: datetime | None, detail: str, actor, flush_audit, events: tuple = ()
+) -> bool:
+    """SUBMITTING -> OUTCOME_UNKNOWN: the call ended without an answer; the next reconciliation at ``later``
+    (None: no more automatic tries)."""
+    now = timezone.now()
+    with transaction.atomic():
+        flush_audit()
+        updated = Payment.objects.filter(pk=payment.pk, state=PaymentState.SUBMITTING).update(
+            state=PaymentState.OUTCOME_UNKNOWN, reconcile_at=later, updated_at=now
+        )
+        if updated == 1 and (events or detail):
+            rows = [*events]
+            if detail:
+                rows.append(
+                    PaymentEvent(
+                        payment=payment, at=now, kind=PaymentEventKind.OUTCOME_UNKNOWN, actor=actor, detail=detail
+                    )
+                )
+            PaymentEvent.objects.bulk_create(rows)
+        if updated == 1 and later is not None:
+            _enqueue_reconcile(payment.pk, countdown=max(0, int((later - now).total_seconds())))
+    payment.refresh_from_db()
+    return updated == 1
+
+
+def _enqueue_reconcile(payment_pk: int, *, countdown: int | None = None) -> None:
+    """Enqueue a reconciliation (once the transaction commits); beat's dispatcher catches a lost one."""
+    from payments.tasks import reconcile_payment
+
+    delay = int(RECONCILE_DELAYS[0].total_seconds()) if countdown is None else countdown
+    transaction.on_commit(lambda: reconcile_payment.apply_async(args=[payment_pk], countdown=delay))
+
+
+def _send(payment: Payment, psu: PsuContext, *, actor) -> bank_models.PaymentInitiationResponse:
+    """The one initiation call (and its replays): the stored bytes, X-Request-ID and TPP-Session-ID."""
+    body = json.loads(payment.body_json)
+    with bank_audit_context(user=actor, obj=payment):
+        return bank_client().payment_initiate(
+            body,
+            psu=psu,
+            product=payment.product,
+            tpp_session_id=payment.tpp_session_id,
+            allow_logical_duplicate=payment.allow_logical_duplicate,
+            request_id=str(payment.request_id),
+        )
+
+
+def payment_submit(
+    *,
+    payment: Payment,
+    user,
+    idempotency_key: str,
+    presence: PsuContext,
+    national_identity_number: str = "",
+) -> SubmitOutcome:
+    """Send the reviewed payment to the bank, once.
+
+    ``idempotency_key`` is the one the review page was shown with: a second submit of it (double click,
+    another tab, the back button) finds the payment no longer a draft and calls nothing. ``presence`` is the
+    PSU's live request (initiation needs the PSU present). ``national_identity_number``: for single SCA
+    (a payment without a connection), a validated fødselsnummer.
+
+    The claim DRAFT -> SUBMITTING is one conditional UPDATE, committed before the bank is called; it stores
+    what a replay needs and a lease (``reconcile_at``): a caller killed during the call leaves a SUBMITTING
+    row whose lease runs out, and reconciliation takes it over. What the call came to (the answer, the
+    timeline events and the audit row of the call) is stored in one transaction after it.
+    """
+    try:
+        key = uuid.UUID(str(idempotency_key))
+    except ValueError:
+        raise PaymentNotSubmittable(_("This page is out of date. Please review the payment again.")) from None
+    if payment.user_id != user.pk:
+        raise PaymentNotSubmittable(_("This payment is not yours."))
+    if key != payment.idempotency_key:
+        raise PaymentNotSubmittable(_("This page is out of date. Please review the payment again."))
+    if payment.state != PaymentState.DRAFT:
+        return SubmitOutcome(payment=payment, duplicate_submit=True)
+    psu = _initiation_psu(payment, presence)
+    if payment.connection is None:
+        if not national_identity_number:
+            raise PaymentNotSubmittable(
+                _("Enter your national identity number (11 digits) to approve the payment at the bank."),
+                field="national_identity_number",
+            )
+        psu = dataclasses.replace(psu, identity=national_identity_number)
+    if not psu.present:
+        raise ValueError("a payment is submitted with the PSU present")
+
+    now = timezone.now()
+    tpp_session_id = str(uuid.uuid4())
+    claimed = Payment.objects.filter(pk=payment.pk, state=PaymentState.DRAFT, idempotency_key=key).update(
+        state=PaymentState.SUBMITTING,
+        submitted_at=now,
+        tpp_session_id=tpp_session_id,
+        psu_identity=national_identity_number if payment.connection is None else "",
+        initiation_psu=_replay_psu_json(psu),
+        reconcile_at=_call_lease(now),
+        updated_at=now,
+    )
+    if claimed != 1:  # the other submit won: it calls the bank
+        payment.refresh_from_db()
+        return SubmitOutcome(payment=payment, duplicate_submit=True)
+    payment.state, payment.submitted_at, payment.tpp_session_id = PaymentState.SUBMITTING, now, tpp_session_id
+    submitted = (_submitted_event(payment, user),)
+
+    with bank_audit_deferred() as flush_audit:
+        try:
+            answer = _send(payment, psu, actor=user)
+        except _ANSWER_LOST as error:
+            logger.warning(
+                "payment initiation outcome unknown",
+                extra={"payment_id": payment.pk, "error": type(error).__name__, "x_request_id": error.request_id},
+            )
+            _store_unknown(
+                payment,
+                later=timezone.now() + RECONCILE_DELAYS[0],
+                detail=_("The bank's answer was lost (%(error)s); checking with the bank.")
+                % {"error": type(error).__name__},
+                actor=user,
+                flush_audit=flush_audit,
+                events=submitted,
+            )
+            return SubmitOutcome(
+                payment=payment,
+                message=_(
+                    "The bank did not confirm the payment in time. We are checking with the bank whether it "
+                    "arrived; it will never be sent twice."
+                ),
+            )
+        except TransportError:  # not delivered: the bank has nothing; the same page may be sent again
+            logger.warning("payment initiation not delivered", extra={"payment_id": payment.pk})
+            with transaction.atomic():
+                flush_audit()
+                if Payment.objects.filter(pk=payment.pk, state=PaymentState.SUBMITTING).update(
+                    state=PaymentState.DRAFT,
+                    submitted_at=None,
+                    psu_identity="",
+                    initiation_psu="",
+                    reconcile_at=None,
+                    updated_at=timezone.now(),
+                ):
+                    PaymentEvent.objects.create(
+                        payment=payment,
+                        kind=PaymentEventKind.BANK_ERROR,
+                        actor=user,
+                        detail=_("The bank could not be reached; nothing was sent."),
+                    )
+            payment.refresh_from_db()
+            return SubmitOutcome(
+                payment=payment, message=_("The bank could not be reached; nothing was sent. Please try again.")
+            )
+        except ClientError as error:
+            if not _store_refused(payment, error, actor=user, flush_audit=flush_audit, events=submitted):
+                payment.refresh_from_db()
+                return SubmitOutcome(payment=payment)
+            by_field, general = bank_errors_by_field(payment.tpp_messages)
+            if not by_field and not general:
+                general = [_("The bank refused the payment (HTTP %(status)s).") % {"status": error.status}]
+            return SubmitOutcome(payment=payment, field_errors=by_field, errors=general)
+        except BaseException:
+            # Whether the request left is not known: reconciliation finds out (it replays the same request).
+            _store_unknown(
+                payment,
+                later=timezone.now() + RECONCILE_DELAYS[0],
+                detail=_("The portal failed while sending the payment; checking with the bank."),
+                actor=user,
+                flush_audit=flush_audit,
+                events=submitted,
+            )
+            raise
+        if not _store_initiated(
+            payment, answer, kind=PaymentEventKind.STATUS, actor=user, flush_audit=flush_audit, events=submitted
+        ):
+            payment.refresh_from_db()  # a reconciler that took over stored the same answer first
+    return SubmitOutcome(payment=payment)
+
+
+# --- reconciliation ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReconcileOutcome:
+    state: str
+    message: str = ""
+    attempted: bool = True
+
+
+def _reconcile_claim(payment_id: int, *, now: datetime, user_asks: bool) -> bool:
+    """OUTCOME_UNKNOWN (its time has come, or the user asks now) or SUBMITTING whose caller's lease ran out
+    -> SUBMITTING with a fresh lease: one conditional UPDATE, so one caller at a time per payment."""
+    claim = {
+        "state": PaymentState.SUBMITTING,
+        "reconcile_at": _call_lease(now),
+        "reconcile_attempts": F("reconcile_attempts") + 1,
+        "updated_at": now,
+    }
+    unknown = Payment.objects.filter(pk=payment_id, state=PaymentState.OUTCOME_UNKNOWN)
+    if not user_asks:
+        unknown = unknown.filter(models.Q(reconcile_at__isnull=True) | models.Q(reconcile_at__lte=now))
+    if unknown.update(**claim) == 1:
+        return True
+    with transaction.atomic():
+        if (
+            Payment.objects.filter(pk=payment_id, state=PaymentState.SUBMITTING, reconcile_at__lte=now).update(
+                **claim
+            )
+            != 1
+        ):
+            return False
+        # The caller died during its call (its lease ran out): its answer, if any, was never stored.
+        rows = []
+        if not PaymentEvent.objects.filter(payment_id=payment_id, kind=PaymentEventKind.SUBMITTED).exists():
+            submitted_at = Payment.objects.filter(pk=payment_id).values_list("submitted_at", flat=True).first()
+            rows.append(
+                PaymentEvent(payment_id=payment_id, at=submitted_at or now, kind=PaymentEventKind.SUBMITTED)
+            )
+        rows.append(
+            PaymentEvent(
+                payment_id=payment_id,
+                at=now,
+                kind=PaymentEventKind.OUTCOME_UNKNOWN,
+                detail=_("The portal stopped while waiting for the bank's answer; checking with the bank."),
+            )
+        )
+        PaymentEvent.objects.bulk_create(rows)
+    return True
+
+
+def payment_reconcile(*, payment_id: int, actor=None, presence: PsuContext | None = None) -> ReconcileOutcome:
+    """Find out what became of an initiation whose answer was lost, by replaying the very same request.
+
+    One caller at a time per payment: the claim makes the payment SUBMITTING with a lease (a conditional
+    UPDATE), as the first submission did. ``presence``: the PSU's live request when the user asked ("check
+    now": not held back by the schedule, only by another caller); the stored headers of the initiation
+    otherwise.
+    """
+    now = timezone.now()
+    if not _reconcile_claim(payment_id, now=now, user_asks=presence is not None):
+        state = Payment.objects.filter(pk=payment_id).values_list("state", flat=True).first() or ""
+        return ReconcileOutcome(state=state, attempted=False)
+    payment = Payment.objects.select_related("connection").get(pk=payment_id)
+    stored = json.loads(payment.initiation_psu) if payment.initiation_psu else {}
+    if presence is not None:  # the PSU's live request now, with the identity headers of the initiation
+        live = {name: getattr(presence, name) for name in _REPLAY_FIELDS if getattr(presence, name) is not None}
+        stored = {
+            **{k: v for k, v in stored.items() if k in ("psu_id", "corporate_id", "context")},
+            **{k: v for k, v in live.items() if k not in ("psu_id", "corporate_id", "context")},
+        }
+    if "ip_address" not in stored:  # never happens for a claimed submission (it stores them first)
+        Payment.objects.filter(pk=payment.pk, state=PaymentState.SUBMITTING).update(
+            state=PaymentState.OUTCOME_UNKNOWN, reconcile_at=None
+        )
+        logger.error("payment reconciliation impossible: no stored PSU headers", extra={"payment_id": payment.pk})
+        return ReconcileOutcome(
+            state=PaymentState.OUTCOME_UNKNOWN, message=_("Please contact the bank about this payment.")
+        )
+    psu = PsuContext(**stored, identity=payment.psu_identity or None)
+    attempts = payment.reconcile_attempts
+    later = now + RECONCILE_DELAYS[attempts] if attempts < len(RECONCILE_DELAYS) else None
+    with bank_audit_deferred() as flush_audit:
+        try:
+            answer = _send(payment, psu, actor=actor)
+        except (*_ANSWER_LOST, TransportError) as e:
+            _store_unknown(payment, later=later, detail="", actor=actor, flush_audit=flush_audit)
+            logger.warning(
+                "payment reconciliation: no answer",
+                extra={"payment_id": payment.pk, "error": type(e).__name__, "attempt": attempts},
+            )
+            if later is None:
+                return ReconcileOutcome(
+                    state=PaymentState.OUTCOME_UNKNOWN,
+                    message=_(
+                        "The bank has still not told us whether it received this payment. It will not be sent "
+                        "again; please contact the bank about it."
+                    ),
+                )
+            return ReconcileOutcome(
+                state=PaymentState.OUTCOME_UNKNOWN, message=_("The bank did not answer yet; we will try again.")
+            )
+        except ClientError as error:
+            _store_refused(payment, error, actor=actor, flush_audit=flush_audit)
+            payment.refresh_from_db(fields=["state"])
+            return ReconcileOutcome(state=payment.state, message=error.text or error.code or "")
+        except BaseException:
+            _store_unknown(payment, later=later, detail="", actor=actor, flush_audit=flush_audit)
+            raise
+        _store_initiated(payment, answer, kind=PaymentEventKind.RECONCILED, actor=actor, flush_audit=flush_audit)
+    payment.refresh_from_db(fields=["state"])
+    return ReconcileOutcome(state=payment.state)
+
+
+def reconciliations_due(*, now=None, limit: int = 200) -> list[int]:
+    """OUTCOME_UNKNOWN payments whose next try has come, and SUBMITTING ones whose caller's lease ran out."""
+    now = now or timezone.now()
+    return list(
+        Payment.objects.filter(
+            state__in=(PaymentState.OUTCOME_UNKNOWN, PaymentState.SUBMITTING), reconcile_at__lte=now
+        )
+        .order_by("reconcile_at", "id")
+        .values_list("id", flat=True)[:limit]
+    )

@@ -1,0 +1,238 @@
+"""Admin: bank accounts with their refresh budget, balances, transactions and the ledger of unattended calls.
+
+Staff read; the only write is the refresh action, which goes through ``accounts.refresh.account_refresh``.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.admin.views.main import ChangeList
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.http import urlencode
+
+from accounts.models import BalanceSnapshot, BankAccount, RefreshCall, Transaction
+from staff.admin.bank_calls import bank_calls_link
+from staff.admin.helpers import (
+    ACTION_LIMIT,
+    ReadOnlyAdminMixin,
+    amount_text,
+    csv_value,
+    export_csv,
+    fieldset_fields,
+    run_bank_action,
+)
+
+
+class AccountChangeList(ChangeList):
+    """The change list of accounts, with every shown account's refresh budget read in one go."""
+
+    def get_results(self, request):
+        super().get_results(request)
+        from accounts.selectors import refresh_budgets
+
+        budgets = refresh_budgets(account_ids=[account.pk for account in self.result_list])
+        for account in self.result_list:
+            account.refresh_budget = budgets.get(account.pk)
+
+
+def _budget_of(account: BankAccount):
+    budget = getattr(account, "refresh_budget", None)
+    if budget is None and not hasattr(account, "refresh_budget"):
+        from accounts.selectors import refresh_budgets
+
+        budget = refresh_budgets(account_ids=[account.pk]).get(account.pk)
+        account.refresh_budget = budget
+    return budget
+
+
+@admin.register(BankAccount)
+class BankAccountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = (
+        "__str__",
+        "owner",
+        "kind",
+        "iban",
+        "currency",
+        "consented",
+        "balances_refreshed_at",
+        "budget_used",
+        "next_due",
+        "blocked_until",
+    )
+    list_filter = ("kind", "consented", "currency", "connection__state", "connection__context")
+    search_fields = ("name", "iban", "bban", "=connection__user__email")
+    search_help_text = "Account name, IBAN or BBAN (or part of them), or the owner's exact e-mail."
+    list_select_related = ("connection__user",)
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    "connection_link",
+                    "owner",
+                    "kind",
+                    "name",
+                    "product",
+                    "cash_account_type",
+                    "iban",
+                    "bban",
+                    "masked_pan",
+                    "currency",
+                    "resource_id",
+                    "consented",
+                    "created_at",
+                )
+            },
+        ),
+        ("Refresh", {"fields": ("balances_refreshed_at", "budget_used", "next_due", "blocked_until")}),
+        ("Related", {"fields": ("balances", "transactions", "bank_calls")}),
+    )
+    readonly_fields = fieldset_fields(fieldsets)
+    actions = [export_csv, "refresh_within_budget"]
+
+    def get_changelist(self, request, **kwargs):
+        return AccountChangeList
+
+    @admin.display(description="owner", ordering="connection__user__email")
+    def owner(self, account: BankAccount) -> str:
+        return str(account.connection.user)
+
+    @admin.display(description="connection")
+    def connection_link(self, account: BankAccount) -> str:
+        url = reverse("admin:connections_bankconnection_change", args=[account.connection_id])
+        return format_html('<a href="{}">{}</a>', url, account.connection)
+
+    @admin.display(description="unattended calls (24 h)")
+    def budget_used(self, account: BankAccount) -> str:
+        budget = _budget_of(account)
+        return "-" if budget is None else f"{budget.used} of {budget.limit}"
+
+    @admin.display(description="next refresh due")
+    def next_due(self, account: BankAccount):
+        budget = _budget_of(account)
+        return None if budget is None else budget.next_due_at
+
+    @admin.display(description="blocked until (429)")
+    def blocked_until(self, account: BankAccount):
+        budget = _budget_of(account)
+        return None if budget is None else budget.blocked_until
+
+    @admin.display(description="balances")
+    def balances(self, account: BankAccount) -> str:
+        url = reverse("admin:accounts_balancesnapshot_changelist") + "?" + urlencode({"account__id": account.pk})
+        return format_html('<a href="{}">{} balances</a>', url, account.balance_snapshots.count())
+
+    @admin.display(description="transactions")
+    def transactions(self, account: BankAccount) -> str:
+        url = reverse("admin:accounts_transaction_changelist") + "?" + urlencode({"account__id": account.pk})
+        return format_html('<a href="{}">transactions</a>', url)
+
+    @admin.display(description="bank calls")
+    def bank_calls(self, account: BankAccount) -> str:
+        return bank_calls_link(account)
+
+    @admin.action(description="Refresh now (unattended, within the daily budget)", permissions=["change"])
+    def refresh_within_budget(self, request, queryset):
+        from accounts.refresh import account_refresh
+
+        def refresh(account: BankAccount) -> tuple[bool, str]:
+            outcome = account_refresh(account_id=account.pk, presence=None, actor=request.user)
+            if outcome.ok:
+                self.log_change(request, account, f"Refreshed by staff: {outcome.message}")
+            return outcome.ok, outcome.message
+
+        run_bank_action(self, request, queryset, refresh, limit=ACTION_LIMIT, verb="refresh")
+
+
+@admin.register(BalanceSnapshot)
+class BalanceSnapshotAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = ("account", "balance_type", "amount_shown", "currency", "reference_date", "fetched_at")
+    list_filter = ("balance_type", "currency", "fetched_at")
+    search_fields = ("account__name", "account__iban", "=account__connection__user__email")
+    search_help_text = "Account name or IBAN (or part of them), or the owner's exact e-mail."
+    list_select_related = ("account",)
+    show_full_result_count = False
+    fields = ("account", "balance_type", "amount_shown", "currency", "reference_date", "fetched_at")
+    readonly_fields = fields
+    actions = [export_csv]
+
+    @admin.display(description="amount", ordering="amount")
+    @csv_value(lambda balance: balance.amount)
+    def amount_shown(self, balance: BalanceSnapshot) -> str:
+        return amount_text(balance.amount, balance.currency).removesuffix(balance.currency).strip()
+
+
+@admin.register(Transaction)
+class TransactionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = (
+        "account",
+        "status",
+        "booking_date",
+        "value_date",
+        "amount_shown",
+        "currency",
+        "counterparty_name",
+        "remittance_short",
+        "transaction_id",
+    )
+    list_filter = ("status", "currency", "booking_date")
+    search_fields = (
+        "counterparty_name",
+        "remittance",
+        "=transaction_id",
+        "=end_to_end_id",
+        "=kid",
+        "account__iban",
+        "=account__connection__user__email",
+    )
+    search_help_text = (
+        "Part of the counterparty or the remittance text or the account's IBAN; an exact transactionId, "
+        "end-to-end id, KID or owner's e-mail."
+    )
+    list_select_related = ("account",)
+    show_full_result_count = False
+    fields = (
+        "account",
+        "status",
+        "transaction_id",
+        "booking_date",
+        "value_date",
+        "amount_shown",
+        "currency",
+        "counterparty_name",
+        "counterparty_account",
+        "remittance",
+        "kid",
+        "end_to_end_id",
+        "raw",
+        "first_seen_at",
+        "updated_at",
+    )
+    readonly_fields = fields
+    actions = [export_csv]
+
+    @admin.display(description="amount", ordering="amount")
+    @csv_value(lambda transaction: transaction.amount)
+    def amount_shown(self, transaction: Transaction) -> str:
+        return amount_text(transaction.amount, transaction.currency).removesuffix(transaction.currency).strip()
+
+    @admin.display(description="remittance")
+    def remittance_short(self, transaction: Transaction) -> str:
+        text = transaction.remittance or ""
+        return text if len(text) <= 60 else text[:59] + "…"
+
+
+@admin.register(RefreshCall)
+class RefreshCallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The ledger of unattended bank calls (the refresh budget: 4 per account and kind per rolling 24 hours)."""
+
+    list_display = ("account", "kind", "reserved_at")
+    list_filter = ("kind", "reserved_at")
+    search_fields = ("account__iban", "account__name", "=account__connection__user__email")
+    search_help_text = "Part of the account's IBAN or name, or the owner's exact e-mail."
+    list_select_related = ("account",)
+    show_full_result_count = False
+    fields = ("account", "kind", "resource_key", "reserved_at")
+    readonly_fields = fields
+    actions = [export_csv]

@@ -1,0 +1,243 @@
+"""Admin: the audit log of bank calls (``tpp_portal.models.BankCall``), read-only for everyone."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.contrib import admin
+from django.contrib.contenttypes.models import ContentType
+from django.db.models import Model
+from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.http import urlencode
+
+from staff.admin.helpers import export_csv
+from tpp_portal.models import BankCall
+
+FILTER_CHOICES_PERIOD = timedelta(days=30)
+FILTER_CHOICES_LIMIT = 200
+
+
+def concerning_key(obj: Model) -> str:
+    return f"{obj._meta.app_label}.{obj._meta.model_name}:{obj.pk}"
+
+
+def bank_calls_url(obj: Model) -> str:
+    return reverse("admin:tpp_portal_bankcall_changelist") + "?" + urlencode({"concerning": concerning_key(obj)})
+
+
+def bank_calls_link(obj: Model | None) -> str:
+    """Link to the audit log filtered to the calls about ``obj``, with their number."""
+    if obj is None or obj.pk is None:
+        return "-"
+    content_type = ContentType.objects.get_for_model(obj)
+    count = BankCall.objects.filter(content_type=content_type, object_id=str(obj.pk)).count()
+    return format_html('<a href="{}">{} bank call{}</a>', bank_calls_url(obj), count, "" if count == 1 else "s")
+
+
+class StatusClassFilter(admin.SimpleListFilter):
+    title = "status class"
+    parameter_name = "status_class"
+    RANGES = {"2xx": (200, 299), "3xx": (300, 399), "4xx": (400, 499), "5xx": (500, 599)}
+
+    def lookups(self, request, model_admin):
+        return [
+            ("2xx", "2xx success"),
+            ("3xx", "3xx redirect"),
+            ("4xx", "4xx refused"),
+            ("429", "429 too many requests"),
+            ("5xx", "5xx bank failure"),
+            ("none", "no answer (transport error)"),
+        ]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value == "none":
+            return queryset.filter(status__isnull=True)
+        if value == "429":
+            return queryset.filter(status=429)
+        if value in self.RANGES:
+            low, high = self.RANGES[value]
+            return queryset.filter(status__gte=low, status__lte=high)
+        return queryset
+
+
+class OperationFilter(admin.SimpleListFilter):
+    """Method and endpoint template, e.g. ``GET /v1/accounts/{account_id}/transactions``."""
+
+    title = "operation"
+    parameter_name = "operation"
+
+    def lookups(self, request, model_admin):
+        # The operations called recently (an index range, not a scan of the whole log); an older one is found
+        # with the search box.
+        recent = BankCall.objects.filter(started_at__gte=timezone.now() - FILTER_CHOICES_PERIOD)
+        pairs = recent.order_by("path_template", "method").values_list("method", "path_template").distinct()
+        choices = [f"{method} {path}" for method, path in pairs]
+        if self.value() and self.value() not in choices:
+            choices.append(self.value())
+        return [(choice, choice) for choice in choices]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if not value:
+            return queryset
+        method, _, path = value.partition(" ")
+        return queryset.filter(method=method, path_template=path)
+
+
+class UserFilter(admin.SimpleListFilter):
+    """The user a call was made for: those with calls in the recent period, or the portal itself (no user)."""
+
+    title = "user"
+    parameter_name = "user"
+    NONE = "none"
+
+    def lookups(self, request, model_admin):
+        from django.contrib.auth import get_user_model
+
+        since = timezone.now() - FILTER_CHOICES_PERIOD
+        ids = set(
+            BankCall.objects.filter(started_at__gte=since, user__isnull=False)
+            .order_by()
+            .values_list("user_id", flat=True)
+            .distinct()[:FILTER_CHOICES_LIMIT]
+        )
+        if self.value() and self.value().isdigit():
+            ids.add(int(self.value()))
+        users = get_user_model().objects.filter(pk__in=ids).order_by("username")
+        return [(self.NONE, "the portal itself (no user)")] + [(str(user.pk), str(user)) for user in users]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value == self.NONE:
+            return queryset.filter(user__isnull=True)
+        if value is None:
+            return queryset
+        return queryset.filter(user_id=int(value)) if value.isdigit() else queryset.none()
+
+
+class ConcerningFilter(admin.SimpleListFilter):
+    """The calls about one object (``?concerning=payments.payment:12``), linked from that object's page."""
+
+    title = "object"
+    parameter_name = "concerning"
+
+    def _parse(self) -> tuple[ContentType, str] | None:
+        app_model, _, pk = (self.value() or "").partition(":")
+        app_label, _, model = app_model.partition(".")
+        if not (app_label and model and pk):
+            return None
+        try:
+            return ContentType.objects.get_by_natural_key(app_label, model), pk
+        except ContentType.DoesNotExist:
+            return None
+
+    def lookups(self, request, model_admin):
+        if self.value() is None:
+            return []  # offered only as the link from an object's page
+        parsed = self._parse()
+        if parsed is None:
+            return [(self.value(), "unknown object")]  # shown, so that its (empty) result applies
+        content_type, pk = parsed
+        return [(self.value(), f"{content_type.name} #{pk}")]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        parsed = self._parse()
+        if parsed is None:
+            return queryset.none()
+        content_type, pk = parsed
+        return queryset.filter(content_type=content_type, object_id=pk)
+
+
+@admin.register(BankCall)
+class BankCallAdmin(admin.ModelAdmin):
+    """Every HTTP attempt the portal made to the bank. Read-only for everyone, superusers included."""
+
+    list_display = (
+        "started_at",
+        "operation",
+        "request_id",
+        "attempt",
+        "status_shown",
+        "duration_ms",
+        "tpp_messages",
+        "psu_present",
+        "user",
+        "concerning_link",
+    )
+    list_filter = (
+        StatusClassFilter,
+        OperationFilter,
+        ConcerningFilter,
+        "psu_present",
+        UserFilter,
+        "started_at",
+    )
+    search_fields = ("=request_id", "=user__email", "path_template")
+    search_help_text = "An exact X-Request-ID, an exact user e-mail, or part of an endpoint."
+    # No date hierarchy: its year and month links are a DISTINCT over the whole log. The date filter's ranges
+    # (today, past 7 days, this month) and the dashboard cover the periods staff ask about.
+    list_select_related = ("user", "content_type")
+    list_per_page = 100
+    show_full_result_count = False  # no COUNT(*) over the whole log on every page
+    actions = [export_csv]
+    fields = (
+        "started_at",
+        "method",
+        "path_template",
+        "request_id",
+        "attempt",
+        "will_retry",
+        "status",
+        "error",
+        "duration_ms",
+        "tpp_message_codes",
+        "tpp_message_texts",
+        "psu_present",
+        "bytes_sent",
+        "bytes_received",
+        "user",
+        "concerning_link",
+    )
+    readonly_fields = fields
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="operation", ordering="path_template")
+    def operation(self, call: BankCall) -> str:
+        return f"{call.method} {call.path_template}"
+
+    @admin.display(description="HTTP status", ordering="status")
+    def status_shown(self, call: BankCall) -> str:
+        if call.status is not None:
+            return str(call.status)
+        return f"no answer ({call.error})" if call.error else "no answer"
+
+    @admin.display(description="tppMessages")
+    def tpp_messages(self, call: BankCall) -> str:
+        codes = ", ".join(call.tpp_message_codes or [])
+        texts = " / ".join(call.tpp_message_texts or [])
+        return f"{codes}: {texts}" if codes and texts else codes or texts
+
+    @admin.display(description="concerning")
+    def concerning_link(self, call: BankCall) -> str:
+        if call.content_type_id is None or not call.object_id:
+            return "-"
+        content_type = ContentType.objects.get_for_id(call.content_type_id)
+        label = f"{content_type.name} #{call.object_id}"
+        try:
+            url = reverse(f"admin:{content_type.app_label}_{content_type.model}_change", args=[call.object_id])
+        except NoReverseMatch:
+            return label
+        return format_html('<a href="{}">{}</a>', url, label)

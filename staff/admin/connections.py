@@ -1,0 +1,262 @@
+"""Admin: users' bank connections with their timeline, SCA states, refused identities, PSU-ID bindings.
+
+Staff read; the only write is the action, which goes through the service (a connection's state changes only
+through ``connections.services.connection_transition``). PSU identifiers are shown masked and are never
+searchable in clear: an exact PSU-ID typed in the search box is matched by its keyed hash.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django import forms
+from django.contrib import admin
+from django.contrib.admin import helpers
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from accounts.models import BankAccount
+from connections.models import (
+    BankConnection,
+    ConnectionEvent,
+    ConnectionState,
+    ConsentReminder,
+    IdentityRefusal,
+    PsuBinding,
+    ScaState,
+)
+from connections.services import IllegalTransition, connection_transition
+from staff.admin.bank_calls import bank_calls_link
+from staff.admin.helpers import (
+    ReadOnlyAdminMixin,
+    ReadOnlyInline,
+    export_csv,
+    fieldset_fields,
+    masked,
+    search_by_identifier_hash,
+)
+
+
+class ReconnectReasonForm(forms.Form):
+    reason = forms.CharField(
+        max_length=150,
+        strip=True,
+        widget=forms.TextInput(attrs={"size": 80}),
+        error_messages={"required": "Say why: it is kept in the connection's timeline."},
+    )
+
+
+class ConsentValidityFilter(admin.SimpleListFilter):
+    title = "consent validity"
+    parameter_name = "consent"
+
+    def lookups(self, request, model_admin):
+        return [
+            ("valid", "valid"),
+            ("expiring", "expires within 14 days"),
+            ("expired", "expired"),
+            ("none", "no consent"),
+        ]
+
+    def queryset(self, request, queryset):
+        now = timezone.now()
+        value = self.value()
+        if value == "valid":
+            return queryset.filter(consent_valid_until__gt=now)
+        if value == "expiring":
+            return queryset.filter(consent_valid_until__gt=now, consent_valid_until__lte=now + timedelta(days=14))
+        if value == "expired":
+            return queryset.filter(consent_valid_until__lte=now)
+        if value == "none":
+            return queryset.filter(consent_valid_until__isnull=True)
+        return queryset
+
+
+class ConnectionEventInline(ReadOnlyInline, admin.TabularInline):
+    model = ConnectionEvent
+    fields = ("at", "from_state", "to_state", "reason", "actor")
+    readonly_fields = fields
+    ordering = ("at", "id")
+    verbose_name_plural = "timeline"
+
+
+class BankAccountInline(ReadOnlyInline, admin.TabularInline):
+    model = BankAccount
+    fields = ("account_link", "kind", "iban", "masked_pan", "currency", "consented", "balances_refreshed_at")
+    readonly_fields = fields
+
+    @admin.display(description="account")
+    def account_link(self, account: BankAccount) -> str:
+        url = reverse("admin:accounts_bankaccount_change", args=[account.pk])
+        return format_html('<a href="{}">{}</a>', url, account)
+
+
+class ConsentReminderInline(ReadOnlyInline, admin.TabularInline):
+    model = ConsentReminder
+    fields = ("consent_valid_until", "days_before", "claimed_at", "sent_at")
+    readonly_fields = fields
+    verbose_name_plural = "consent expiry reminders"
+
+
+@admin.register(BankConnection)
+class BankConnectionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = (
+        "id",
+        "user",
+        "context",
+        "access",
+        "state",
+        "agreement_name",
+        "psu_id_masked",
+        "consent_valid_until",
+        "consent_status",
+        "sca_at",
+        "created_at",
+    )
+    list_filter = ("state", "context", "access", ConsentValidityFilter, "created_at")
+    search_fields = ("=user__email", "agreement_name")
+    search_help_text = (
+        "A user's exact e-mail, part of an agreement name, or an exact PSU-ID or PSU-Corporate-ID "
+        "(matched by its keyed hash; identifiers are never stored in clear)."
+    )
+    list_select_related = ("user",)
+    date_hierarchy = "created_at"
+    fieldsets = (
+        (None, {"fields": ("user", "context", "access", "state", "agreement_name")}),
+        ("Bank identity (masked)", {"fields": ("psu_id_masked", "psu_corporate_id_masked")}),
+        ("Consent", {"fields": ("sca_at", "consent_valid_until", "consent_status", "accounts_fetched_at")}),
+        ("Audit", {"fields": ("bank_calls", "created_at", "updated_at")}),
+    )
+    readonly_fields = fieldset_fields(fieldsets)
+    inlines = (ConnectionEventInline, BankAccountInline, ConsentReminderInline)
+    actions = [export_csv, "mark_needs_reconnect"]
+
+    def get_search_results(self, request, queryset, search_term):
+        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        term = search_term.strip()
+        if term:
+            by_hash = search_by_identifier_hash(queryset, term, "psu_id_hash", "psu_corporate_id_hash")
+            results = results | by_hash
+        return results, may_have_duplicates
+
+    @admin.display(description="PSU-ID")
+    def psu_id_masked(self, connection: BankConnection) -> str:
+        return masked(connection.psu_id) or "-"
+
+    @admin.display(description="PSU-Corporate-ID")
+    def psu_corporate_id_masked(self, connection: BankConnection) -> str:
+        return masked(connection.psu_corporate_id) or "-"
+
+    @admin.display(description="consent")
+    def consent_status(self, connection: BankConnection) -> str:
+        if connection.consent_valid_until is None:
+            return "none"
+        remaining = connection.consent_valid_until - timezone.now()
+        if remaining <= timedelta(0):
+            return "expired"
+        return f"valid, {remaining.days} days left"
+
+    @admin.display(description="bank calls")
+    def bank_calls(self, connection: BankConnection) -> str:
+        return bank_calls_link(connection)
+
+    @admin.action(description="Mark as needing reconnection", permissions=["change"])
+    def mark_needs_reconnect(self, request, queryset):
+        """Asks for the reason first (a confirmation page), then moves each connection through the service."""
+        form = ReconnectReasonForm(request.POST if "apply" in request.POST else None)
+        if not form.is_valid():
+            context = {
+                **self.admin_site.each_context(request),
+                "title": "Mark as needing reconnection",
+                "opts": self.model._meta,
+                "queryset": queryset.select_related("user"),
+                "form": form,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            }
+            return TemplateResponse(request, "admin/connections/bankconnection/mark_needs_reconnect.html", context)
+        reason = form.cleaned_data["reason"]
+        for connection in queryset:
+            try:
+                connection_transition(
+                    connection=connection,
+                    to=ConnectionState.NEEDS_RECONNECT,
+                    actor=request.user,
+                    reason=f"staff: {reason}"[:200],
+                )
+            except IllegalTransition:
+                self.message_user(
+                    request,
+                    f"{connection}: a {connection.get_state_display().lower()} connection cannot be marked.",
+                    level="error",
+                )
+                continue
+            self.log_change(request, connection, f"Marked as needing reconnection: {reason}")
+            self.message_user(request, f"{connection}: marked as needing reconnection.", level="success")
+        return None
+
+
+@admin.register(ScaState)
+class ScaStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """SCA redirects started; the TPP-Session-ID itself is a secret and is not shown."""
+
+    list_display = ("id", "user", "purpose", "context", "connection", "created_at", "used_at", "outcome")
+    list_filter = ("purpose", "context", "created_at")
+    search_fields = ("=user__email",)
+    search_help_text = "A user's exact e-mail."
+    list_select_related = ("user", "connection")
+    date_hierarchy = "created_at"
+    fields = ("user", "purpose", "context", "connection", "agreement_name", "created_at", "used_at", "outcome")
+    readonly_fields = fields
+    actions = [export_csv]
+
+    @admin.display(description="outcome")
+    def outcome(self, state: ScaState) -> str:
+        if state.used_at is not None:
+            return "used"
+        return "expired unused" if state.expires_at <= timezone.now() else "waiting for the PSU"
+
+
+@admin.register(IdentityRefusal)
+class IdentityRefusalAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Redirects back from SCA whose claimed identity the portal refused (a swapped PSU-ID, an agreement the bank
+    does not list, an SCA done as someone else): nothing was stored from them. The identifiers are kept only as
+    keyed hashes; type an exact PSU-ID in the search box to find its refusals."""
+
+    list_display = ("at", "user", "reason", "purpose", "bound_to", "detail")
+    list_filter = ("reason", "purpose", "at")
+    search_fields = ("=user__email",)
+    search_help_text = "A user's exact e-mail, or an exact PSU-ID or PSU-Corporate-ID (matched by its keyed hash)."
+    list_select_related = ("user", "bound_to")
+    date_hierarchy = "at"
+    fields = ("at", "user", "reason", "purpose", "bound_to", "detail")
+    readonly_fields = fields
+    actions = [export_csv]
+
+    def get_search_results(self, request, queryset, search_term):
+        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        term = search_term.strip()
+        if term:
+            results = results | search_by_identifier_hash(queryset, term, "psu_id_hash", "psu_corporate_id_hash")
+        return results, may_have_duplicates
+
+
+@admin.register(PsuBinding)
+class PsuBindingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Which portal user each PSU-ID belongs to (by its keyed hash: type an exact PSU-ID to find it)."""
+
+    list_display = ("id", "user", "bound_at")
+    search_fields = ("=user__email",)
+    search_help_text = "A user's exact e-mail, or an exact PSU-ID (matched by its keyed hash)."
+    list_select_related = ("user",)
+    fields = ("user", "bound_at")
+    readonly_fields = fields
+    actions = [export_csv]
+
+    def get_search_results(self, request, queryset, search_term):
+        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        term = search_term.strip()
+        if term:
+            results = results | search_by_identifier_hash(queryset, term, "psu_id_hash")
+        return results, may_have_duplicates

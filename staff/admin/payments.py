@@ -1,0 +1,231 @@
+"""Admin: exchange rates (staff correct or add one; every save records who made it) and payments with their status
+timeline and signatures (read-only; staff may poll a payment's status at the bank now)."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import admin
+from django.db.models import Q
+from django.urls import reverse
+from django.utils.html import format_html
+
+from payments.models import (
+    ExchangeRate,
+    ExchangeRateSource,
+    Payment,
+    PaymentAuthorisation,
+    PaymentEvent,
+)
+from payments.services.exchange_rates import exchange_rate_save_by_staff
+from staff.admin.bank_calls import bank_calls_link
+from staff.admin.helpers import (
+    ACTION_LIMIT,
+    ReadOnlyAdminMixin,
+    ReadOnlyInline,
+    amount_text,
+    export_csv,
+    fieldset_fields,
+    run_bank_action,
+)
+from staff.selectors import PAYMENT_WAITING_STATES
+
+
+@admin.register(ExchangeRate)
+class ExchangeRateAdmin(admin.ModelAdmin):
+    list_display = ("currency", "rate_date", "rate", "unit", "source", "fetched_at", "updated_by", "updated_at")
+    list_filter = ("currency", "source", "rate_date")
+    search_fields = ("currency",)
+    date_hierarchy = "rate_date"
+    ordering = ("-rate_date", "currency")
+    readonly_fields = ("fetched_at", "updated_by", "updated_at")
+    list_select_related = ("updated_by",)
+    actions = [export_csv]
+    fields = ("currency", "rate", "unit", "rate_date", "source", "fetched_at", "updated_by", "updated_at")
+
+    def get_changeform_initial_data(self, request):
+        initial = super().get_changeform_initial_data(request)
+        initial.setdefault("source", ExchangeRateSource.MANUAL)
+        return initial
+
+    def get_readonly_fields(self, request, obj=None):
+        # An existing rate keeps its identity (currency, date, source); staff correct its figures.
+        if obj is not None:
+            return (*self.readonly_fields, "currency", "rate_date", "source")
+        return self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        exchange_rate_save_by_staff(exchange_rate=obj, user=request.user)
+
+
+# --- payments ----------------------------------------------------------------------------------------------
+
+
+class WaitingFilter(admin.SimpleListFilter):
+    """Payments still waiting on a final bank status (the dashboard's figure) or already settled."""
+
+    title = "bank status"
+    parameter_name = "waiting"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "waiting on a final status"), ("no", "final or never sent")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(state__in=PAYMENT_WAITING_STATES)
+        if self.value() == "no":
+            return queryset.exclude(state__in=PAYMENT_WAITING_STATES)
+        return queryset
+
+
+class PaymentEventInline(ReadOnlyInline, admin.TabularInline):
+    model = PaymentEvent
+    fields = ("at", "kind", "transaction_status", "funds_available", "detail", "actor")
+    readonly_fields = fields
+    ordering = ("at", "id")
+    verbose_name_plural = "status timeline"
+
+
+class PaymentAuthorisationInline(ReadOnlyInline, admin.TabularInline):
+    model = PaymentAuthorisation
+    fields = ("signer", "started_at", "completed_at", "failed_at", "failure")
+    readonly_fields = fields
+    ordering = ("started_at", "id")
+    verbose_name_plural = "signatures"
+
+
+@admin.register(Payment)
+class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    list_display = (
+        "id",
+        "created_at",
+        "user",
+        "product",
+        "context",
+        "amount_shown",
+        "creditor_name",
+        "state",
+        "transaction_status",
+        "poll_count",
+        "next_poll_at",
+        "final_at",
+    )
+    list_filter = (WaitingFilter, "state", "transaction_status", "product", "context", "currency", "created_at")
+    search_fields = ("=payment_id", "=user__email", "creditor_name", "=creditor_account", "=debtor_account")
+    search_help_text = (
+        "The bank's exact paymentId, an exact X-Request-ID or idempotency key, the initiator's exact e-mail, "
+        "part of the creditor's name, or an exact account number."
+    )
+    list_select_related = ("user",)
+    date_hierarchy = "created_at"
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    "user",
+                    "connection_link",
+                    "product",
+                    "context",
+                    "state",
+                    "amount_shown",
+                    "nok_equivalent_shown",
+                    "debtor_account",
+                    "creditor_name",
+                    "creditor_account",
+                    "requested_execution_date",
+                )
+            },
+        ),
+        (
+            "The bank",
+            {
+                "fields": (
+                    "payment_id",
+                    "transaction_status",
+                    "funds_available",
+                    "fee_shown",
+                    "fee_indicator",
+                    "psu_message",
+                    "tpp_messages",
+                    "link_names",
+                    "bank_calls",
+                )
+            },
+        ),
+        (
+            "Handling",
+            {
+                "fields": (
+                    "idempotency_key",
+                    "request_id",
+                    "next_poll_at",
+                    "poll_count",
+                    "poll_lease_until",
+                    "reconcile_attempts",
+                    "reconcile_at",
+                    "allow_logical_duplicate",
+                    "created_at",
+                    "submitted_at",
+                    "final_at",
+                    "updated_at",
+                )
+            },
+        ),
+        ("Instruction as sent", {"classes": ("collapse",), "fields": ("body_json",)}),
+    )
+    # Not shown: the SCA state token (TPP-Session-ID), the encrypted PSU headers kept for a replay
+    # (psu_identity, initiation_psu), the form as typed, the poll lease token and the bank's links' addresses.
+    readonly_fields = fieldset_fields(fieldsets)
+    inlines = (PaymentEventInline, PaymentAuthorisationInline)
+    actions = [export_csv, "poll_status_now"]
+
+    def get_search_results(self, request, queryset, search_term):
+        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        try:
+            key = uuid.UUID(search_term.strip())
+        except ValueError:
+            return results, may_have_duplicates
+        return results | queryset.filter(Q(request_id=key) | Q(idempotency_key=key)), may_have_duplicates
+
+    @admin.display(description="amount", ordering="amount")
+    def amount_shown(self, payment: Payment) -> str:
+        return amount_text(payment.amount, payment.currency)
+
+    @admin.display(description="NOK equivalent")
+    def nok_equivalent_shown(self, payment: Payment) -> str:
+        return amount_text(payment.nok_equivalent, "NOK")
+
+    @admin.display(description="fee")
+    def fee_shown(self, payment: Payment) -> str:
+        return amount_text(payment.fee_amount, payment.fee_currency)
+
+    @admin.display(description="connection")
+    def connection_link(self, payment: Payment) -> str:
+        if payment.connection_id is None:
+            return "-"
+        url = reverse("admin:connections_bankconnection_change", args=[payment.connection_id])
+        return format_html('<a href="{}">connection #{}</a>', url, payment.connection_id)
+
+    @admin.display(description="bank's links")
+    def link_names(self, payment: Payment) -> str:
+        return ", ".join(sorted(payment.links or {})) or "-"
+
+    @admin.display(description="bank calls")
+    def bank_calls(self, payment: Payment) -> str:
+        return bank_calls_link(payment)
+
+    @admin.action(description="Poll the bank's status now", permissions=["change"])
+    def poll_status_now(self, request, queryset):
+        from payments.services.polling import payment_poll
+
+        def poll(payment: Payment) -> tuple[bool, str]:
+            outcome = payment_poll(payment_id=payment.pk, actor=request.user)
+            if not outcome.ok or outcome.skipped:
+                return outcome.ok, outcome.message or "nothing was polled."
+            changed = "changed to" if outcome.changed else "unchanged:"
+            summary = f"bank status {changed} {outcome.status or '-'}"
+            self.log_change(request, payment, f"Status polled by staff: {summary}.")
+            return True, f"{summary}. {outcome.message}".strip()
+
+        run_bank_action(self, request, queryset, poll, limit=ACTION_LIMIT, verb="poll")

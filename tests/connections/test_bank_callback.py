@@ -1,0 +1,208 @@
+"""The SCA callback refuses every state it should not accept, and then stores nothing (no bank needed:
+a refused callback never reaches the bank)."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from connections import services
+from connections.models import BankConnection, ConnectionEvent, ScaPurpose, ScaState
+from tests.bank_factories import BankConnectionFactory, ScaStateFactory
+from tpp_portal.bank import CALLBACK_PATH
+from tpp_portal.models import BankCall
+
+
+def _session_hash(client) -> str:
+    return hashlib.sha256(client.session.session_key.encode()).hexdigest()
+
+
+@pytest.fixture
+def state(alice, alice_client) -> ScaState:
+    """A fresh state alice started in alice_client's session."""
+    return ScaStateFactory(user=alice, session_key_hash=_session_hash(alice_client))
+
+
+def _params(state_token: str, **extra: str) -> dict[str, str]:
+    return {"psu-id": str(uuid.uuid4()), "tpp-session-id": state_token, "context": "PRIVATE", **extra}
+
+
+def _nothing_stored() -> bool:
+    return (
+        not BankConnection.objects.exists()
+        and not ConnectionEvent.objects.exists()
+        and not BankCall.objects.exists()
+    )
+
+
+def test_the_callback_url_is_the_redirect_uri_sent_to_the_bank():
+    from django.urls import reverse
+
+    assert reverse("bank-callback") == CALLBACK_PATH
+
+
+def test_unknown_state_is_refused(alice_client):
+    response = alice_client.get(CALLBACK_PATH, _params("never-issued-token"))
+
+    assert response.status_code == 400 and "Location" not in response
+    assert "do not recognise" in response.content.decode()
+    assert _nothing_stored()
+
+
+def test_another_users_state_is_refused_and_stays_unused(bob, bob_client, alice):
+    alice_state = ScaStateFactory(user=alice, session_key_hash=_session_hash(bob_client))
+
+    response = bob_client.get(CALLBACK_PATH, _params(alice_state.token))
+
+    assert response.status_code == 400 and _nothing_stored()
+    alice_state.refresh_from_db()
+    assert alice_state.used_at is None
+
+
+def test_a_state_from_another_browser_session_of_the_same_user_is_refused(alice):
+    state = ScaStateFactory(user=alice, session_key_hash=hashlib.sha256(b"another-session").hexdigest())
+    browser = Client()
+    browser.force_login(alice)
+
+    response = browser.get(CALLBACK_PATH, _params(state.token))
+
+    assert response.status_code == 400 and _nothing_stored()
+
+
+def test_a_state_older_than_ten_minutes_is_refused(alice_client, state):
+    ScaState.objects.filter(pk=state.pk).update(created_at=timezone.now() - timedelta(minutes=10, seconds=1))
+
+    response = alice_client.get(CALLBACK_PATH, _params(state.token))
+
+    assert response.status_code == 400 and "expired" in response.content.decode()
+    assert _nothing_stored()
+
+
+def test_the_ten_minute_limit_is_exact(alice, alice_client, state):
+    session_key = alice_client.session.session_key
+    moment = state.created_at + timedelta(minutes=10)
+    with pytest.raises(services.ScaStateRejected) as refused:
+        services.sca_state_consume(token=state.token, user=alice, session_key=session_key, now=moment)
+    assert refused.value.reason == "expired"
+    just_in_time = moment - timedelta(seconds=1)
+    consumed = services.sca_state_consume(token=state.token, user=alice, session_key=session_key, now=just_in_time)
+    assert consumed.pk == state.pk and consumed.used_at == just_in_time
+
+
+def test_a_used_state_cannot_be_consumed_again(alice, alice_client, state):
+    session_key = alice_client.session.session_key
+    services.sca_state_consume(token=state.token, user=alice, session_key=session_key)
+    with pytest.raises(services.ScaStateRejected) as refused:
+        services.sca_state_consume(token=state.token, user=alice, session_key=session_key)
+    assert refused.value.reason == "used"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"psu-id": "not-a-uuid"},
+        {"psu-id": ""},
+        {"psu-id": "12345678-1234-1234-1234-1234567890"},
+        {"psu-id": "{12345678-1234-1234-1234-123456789012}"},
+        {"context": "PERSONAL"},
+        {"context": "CORPORATE"},  # corporate context without psu-corporate-id
+        {"psu-corporate-id": str(uuid.uuid4())},  # private context with a corporate id
+        {"tpp-session-id": ""},
+        {"tpp-session-id": "x" * 65},
+        {"tpp-session-id": "bad token with spaces"},
+    ],
+)
+def test_malformed_parameters_are_refused_and_the_state_is_kept(alice_client, state, changes):
+    params = {**_params(state.token), **changes}
+
+    response = alice_client.get(CALLBACK_PATH, params)
+
+    assert response.status_code == 400 and "Location" not in response
+    assert _nothing_stored()
+    state.refresh_from_db()
+    assert state.used_at is None
+
+
+def test_a_failure_redirect_explains_the_code_and_spends_and_stores_nothing(alice, alice_client, state):
+    response = alice_client.get(
+        CALLBACK_PATH,
+        {"system": "SANDBOX-SCA", "status": "401", "code": "SCA_INVALID", "message": "The PSU cancelled."},
+    )
+
+    assert response.status_code == 200 and "Location" not in response
+    body = response.content.decode()
+    assert "The approval at the bank was stopped before it was completed." in body
+    assert "The PSU cancelled." not in body and "SCA_INVALID" not in body and "SANDBOX-SCA" not in body
+    assert _nothing_stored()
+    state.refresh_from_db()
+    assert state.used_at is None  # the bank's real redirect may still come: it is still accepted
+    session_key = alice_client.session.session_key
+    assert services.sca_state_consume(token=state.token, user=alice, session_key=session_key).pk == state.pk
+
+
+def test_a_failure_redirect_never_shows_text_from_the_address(alice_client, state):
+    """The message, system and an unknown code are anyone's words: none reaches the page."""
+    planted = "Call +47 99 99 99 99 to unlock your account"
+    response = alice_client.get(
+        CALLBACK_PATH, {"code": "<b>PHISH</b>", "message": planted, "system": planted, "status": "401"}
+    )
+
+    body = response.content.decode()
+    assert response.status_code == 200 and planted not in body and "PHISH" not in body
+    assert "The bank did not complete the approval." in body
+
+
+def test_failure_parameters_win_over_success_parameters(alice_client, state):
+    response = alice_client.get(CALLBACK_PATH, {**_params(state.token), "code": "SCA_EXPIRED", "status": "401"})
+
+    assert response.status_code == 200 and _nothing_stored()
+    state.refresh_from_db()
+    assert state.used_at is None
+
+
+def test_a_signed_out_visitor_gets_a_page_not_a_redirect(client, alice):
+    state = ScaStateFactory(user=alice)
+
+    response = client.get(CALLBACK_PATH, {**_params(state.token), "next": "https://evil.example/"})
+
+    assert response.status_code == 400 and "Location" not in response
+    assert "not signed in" in response.content.decode()
+    assert _nothing_stored()
+
+
+def test_refused_callback_with_a_next_parameter_does_not_redirect(alice_client):
+    response = alice_client.get(CALLBACK_PATH, {**_params("unknown"), "next": "https://evil.example/"})
+
+    assert response.status_code == 400 and "Location" not in response
+
+
+def test_reconnect_as_another_bank_user_changes_nothing(alice, alice_client):
+    connection = BankConnectionFactory(user=alice)
+    original = (connection.psu_id, connection.consent_valid_until, connection.state)
+    state = ScaStateFactory(
+        user=alice,
+        session_key_hash=_session_hash(alice_client),
+        purpose=ScaPurpose.RECONNECT,
+        connection=connection,
+    )
+
+    response = alice_client.get(CALLBACK_PATH, _params(state.token))  # a different psu-id
+
+    assert response.status_code == 400 and "another user" in response.content.decode()
+    connection.refresh_from_db()
+    assert (connection.psu_id, connection.consent_valid_until, connection.state) == original
+    assert not ConnectionEvent.objects.exists() and not BankCall.objects.exists()
+
+
+def test_state_tokens_carry_at_least_128_random_bits(alice):
+    tokens = {
+        services.sca_state_create(user=alice, session_key="s" * 32, purpose="connect", context="PRIVATE").token
+        for _ in range(50)
+    }
+    assert len(tokens) == 50
+    assert all(len(t) >= 43 for t in tokens)  # token_urlsafe(32): 256 bits in 43 base64url characters
