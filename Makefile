@@ -23,7 +23,7 @@ help:
 	@echo "make test   - ruff and the whole test suite"
 	@echo "make bench  - the benchmarks under bench/"
 	@echo "make lock   - re-pin requirements.lock (runtime) and requirements-dev.lock (runtime + dev)"
-	@echo "make advisories - refresh the vulnerability snapshot of requirements.lock (needs PyPI)"
+	@echo "make advisories - refresh the vulnerability snapshot of both lock files (needs PyPI)"
 
 # The development environment: the runtime pins plus the tools of the tests (requirements-dev.lock). The image
 # (docker/Dockerfile) installs only the runtime pins (requirements.lock).
@@ -86,12 +86,21 @@ lock:
 	$(PYTHON) -m uv pip compile pyproject.toml --constraint requirements-dev.lock $(LOCK_FLAGS) -o requirements.lock
 	$(MAKE) advisories
 
-# The known vulnerabilities of every pinned package, from PyPI's advisory data (OSV), saved for the offline audit
-# test. `make lock` runs it; run it again before a release. The only target that asks PyPI about advisories.
+# The known vulnerabilities of every pinned package of both lock files, from PyPI's advisory data (OSV), saved
+# for the offline audit test. `make lock` runs it; run it again before a release. The only target that asks PyPI
+# about advisories. Where PyPI's per-version API does not answer, pip-audit audits nothing ("not found" for every
+# pin): the snapshot is then kept as it is (security/advisories/SOURCE.md gives the offline path).
+ADVISORIES := security/advisories
 advisories: venv
-	$(BIN)/pip-audit --disable-pip --requirement requirements.lock --vulnerability-service pypi \
-		--progress-spinner off --format json --output security/advisories/pip-audit.json || [ $$? -eq 1 ]
-	date -u +%Y-%m-%dT%H:%M:%SZ > security/advisories/taken-at.txt
+	$(BIN)/pip-audit --disable-pip --requirement requirements.lock --requirement requirements-dev.lock \
+		--vulnerability-service pypi \
+		--progress-spinner off --format json --output $(ADVISORIES)/pip-audit.new.json || [ $$? -eq 1 ]
+	@$(PY) -c 'import json, sys; d = json.load(open(sys.argv[1]))["dependencies"]; \
+		sys.exit(all("skip_reason" in x for x in d) and "pip-audit audited no pin (PyPI answered none): " \
+		"the snapshot is kept; see $(ADVISORIES)/SOURCE.md")' $(ADVISORIES)/pip-audit.new.json \
+		|| { rm -f $(ADVISORIES)/pip-audit.new.json; exit 1; }
+	mv $(ADVISORIES)/pip-audit.new.json $(ADVISORIES)/pip-audit.json
+	date -u +%Y-%m-%dT%H:%M:%SZ > $(ADVISORIES)/taken-at.txt
 
 clean:
 	rm -rf var/broker var/cache var/staticfiles

@@ -27,7 +27,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from devtools.advisories import affects, in_ranges
+from devtools.advisories import affects, in_ranges, pins
 from devtools.advisories import audit as offline_audit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -270,8 +270,28 @@ def test_withdrawn_advisories_and_listed_versions():
 def test_the_offline_snapshot_fails_the_audit_like_pip_audits(tmp_path):
     (tmp_path / "vulns" / "urllib3").mkdir(parents=True)
     (tmp_path / "vulns" / "urllib3" / "PYSEC-2023-212.yaml").write_text(ADVISORY)
-    data = offline_audit(database=tmp_path, lock_text="urllib3==2.0.6 \\\nidna==3.20 \\\n")
-    assert data["dependencies"][0]["vulns"][0]["fix_versions"] == ["1.26.18", "2.0.7"]
-    assert data["dependencies"][1] == {"name": "idna", "version": "3.20", "vulns": []}
+    data = offline_audit(database=tmp_path, lock_texts=["urllib3==2.0.6 \\\nidna==3.20 \\\n"])
+    assert data["dependencies"][1]["vulns"][0]["fix_versions"] == ["1.26.18", "2.0.7"]
+    assert data["dependencies"][0] == {"name": "idna", "version": "3.20", "vulns": []}
     lock = {"urllib3": "2.0.6", "idna": "3.20"}
     assert audit(lock, snapshot(data), {}, TODAY) == ["urllib3==2.0.6: PYSEC-2023-212 (fixed in 1.26.18, 2.0.7)"]
+
+
+def test_the_offline_snapshot_covers_every_lock_file_once_per_pinned_version(tmp_path):
+    (tmp_path / "vulns" / "urllib3").mkdir(parents=True)
+    (tmp_path / "vulns" / "urllib3" / "PYSEC-2023-212.yaml").write_text(ADVISORY)
+    runtime = "Django==5.2.19 \\\nurllib3==2.8.0 \\\n"
+    dev = "django==5.2.19 \\\npytest==9.2.0 \\\nurllib3==2.0.6 \\\n"
+    assert pins(runtime, dev) == [
+        ("django", "5.2.19"),
+        ("pytest", "9.2.0"),
+        ("urllib3", "2.0.6"),
+        ("urllib3", "2.8.0"),
+    ]
+    data = offline_audit(database=tmp_path, lock_texts=[runtime, dev])
+    assert [(d["name"], d["version"], len(d["vulns"])) for d in data["dependencies"]] == [
+        ("django", "5.2.19", 0),
+        ("pytest", "9.2.0", 0),
+        ("urllib3", "2.0.6", 1),
+        ("urllib3", "2.8.0", 0),
+    ]
