@@ -22,13 +22,16 @@ help:
 	@echo "make bank   - only the sandbox bank (port from PORT, default 8001)"
 	@echo "make test   - ruff and the whole test suite"
 	@echo "make bench  - the benchmarks under bench/"
-	@echo "make advisories - refresh the vulnerability snapshot of requirements.lock (needs PyPI)"
+	@echo "make lock   - re-pin requirements.lock (runtime) and requirements-dev.lock (runtime + dev)"
+	@echo "make advisories - refresh the vulnerability snapshot of both lock files (needs PyPI)"
 
-$(VENV)/.installed: requirements.lock
+# The development environment: the runtime pins plus the tools of the tests (requirements-dev.lock). The image
+# (docker/Dockerfile) installs only the runtime pins (requirements.lock).
+$(VENV)/.installed: requirements-dev.lock
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11 or newer is needed")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
+	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.lock
 	@touch $@
 
 venv: $(VENV)/.installed
@@ -72,17 +75,32 @@ bench: venv certs
 	$(PY) -m bench
 
 # Re-pin, then take the advisory snapshot of the new pins (the offline audit test needs one for every pin).
+# The development lock is resolved first (runtime and dev extras together); the runtime lock is then resolved
+# from pyproject.toml's runtime dependencies alone, constrained to the development lock's versions, so the two
+# files pin every shared package at the same version (tests/security/test_dependencies.py checks it). Pins
+# already in a lock file are kept; `make lock UPGRADE=1` moves every pin to the newest allowed release.
+LOCK_FLAGS = --python-version 3.11 --generate-hashes $(if $(UPGRADE),--upgrade)
 lock:
-	$(PYTHON) -m pip install --quiet uv && $(PYTHON) -m uv pip compile pyproject.toml --extra dev \
-		--python-version 3.11 --generate-hashes -o requirements.lock
+	$(PYTHON) -m pip install --quiet uv
+	$(PYTHON) -m uv pip compile pyproject.toml --extra dev $(LOCK_FLAGS) -o requirements-dev.lock
+	$(PYTHON) -m uv pip compile pyproject.toml --constraint requirements-dev.lock $(LOCK_FLAGS) -o requirements.lock
 	$(MAKE) advisories
 
-# The known vulnerabilities of every pinned package, from PyPI's advisory data (OSV), saved for the offline audit
-# test. `make lock` runs it; run it again before a release. The only target that asks PyPI about advisories.
+# The known vulnerabilities of every pinned package of both lock files, from PyPI's advisory data (OSV), saved
+# for the offline audit test. `make lock` runs it; run it again before a release. The only target that asks PyPI
+# about advisories. Where PyPI's per-version API does not answer, pip-audit audits nothing ("not found" for every
+# pin): the snapshot is then kept as it is (security/advisories/SOURCE.md gives the offline path).
+ADVISORIES := security/advisories
 advisories: venv
-	$(BIN)/pip-audit --disable-pip --requirement requirements.lock --vulnerability-service pypi \
-		--progress-spinner off --format json --output security/advisories/pip-audit.json || [ $$? -eq 1 ]
-	date -u +%Y-%m-%dT%H:%M:%SZ > security/advisories/taken-at.txt
+	$(BIN)/pip-audit --disable-pip --requirement requirements.lock --requirement requirements-dev.lock \
+		--vulnerability-service pypi \
+		--progress-spinner off --format json --output $(ADVISORIES)/pip-audit.new.json || [ $$? -eq 1 ]
+	@$(PY) -c 'import json, sys; d = json.load(open(sys.argv[1]))["dependencies"]; \
+		sys.exit(all("skip_reason" in x for x in d) and "pip-audit audited no pin (PyPI answered none): " \
+		"the snapshot is kept; see $(ADVISORIES)/SOURCE.md")' $(ADVISORIES)/pip-audit.new.json \
+		|| { rm -f $(ADVISORIES)/pip-audit.new.json; exit 1; }
+	mv $(ADVISORIES)/pip-audit.new.json $(ADVISORIES)/pip-audit.json
+	date -u +%Y-%m-%dT%H:%M:%SZ > $(ADVISORIES)/taken-at.txt
 
 clean:
 	rm -rf var/broker var/cache var/staticfiles

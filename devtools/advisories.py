@@ -1,4 +1,4 @@
-"""The offline path of the dependency audit: requirements.lock against a copy of the PyPA advisory database.
+"""The offline path of the dependency audit: both lock files against a copy of the PyPA advisory database.
 
 ``make advisories`` asks PyPI's JSON API, which the development machines and CI cannot reach. The data PyPI
 serves there is the PyPA advisory database (github.com/pypa/advisory-database): one OSV YAML file per advisory
@@ -6,9 +6,11 @@ under ``vulns/<package>/``. Given a copy of that repository taken elsewhere, thi
 pip-audit would (``--format json``), so tests/security/test_dependencies.py reads either the same way.
 
 Run ``python -m devtools.advisories PATH/TO/advisory-database`` and record the database's commit and date in
-``security/advisories/SOURCE.md``. A pinned version is affected when an ``ECOSYSTEM`` range of the advisory
-contains it (``introduced`` <= version < ``fixed``, or <= ``last_affected``) or its ``versions`` list names
-it; withdrawn advisories are left out, as PyPI leaves them out.
+``security/advisories/SOURCE.md``. It audits every pin of ``requirements.lock`` (runtime) and
+``requirements-dev.lock`` (runtime + dev), each pinned version once, as ``make advisories`` does. A pinned
+version is affected when an ``ECOSYSTEM`` range of the advisory contains it (``introduced`` <= version <
+``fixed``, or <= ``last_affected``) or its ``versions`` list names it; withdrawn advisories are left out, as
+PyPI leaves them out.
 """
 
 from __future__ import annotations
@@ -94,12 +96,20 @@ def fix_versions(advisory: dict, *, name: str) -> list[str]:
     return sorted(found, key=Version)
 
 
-def audit(*, database: Path, lock_text: str) -> dict:
-    """pip-audit's JSON for every pin of the lock, from the YAML files under ``database/vulns``."""
+LOCKS = (ROOT / "requirements.lock", ROOT / "requirements-dev.lock")
+
+
+def pins(*lock_texts: str) -> list[tuple[str, str]]:
+    """(canonical name, version) of every pin of the lock files, each pair once, sorted by name."""
+    found = {(canonicalize_name(name), version) for text in lock_texts for name, version in PIN.findall(text)}
+    return sorted(found)
+
+
+def audit(*, database: Path, lock_texts: list[str]) -> dict:
+    """pip-audit's JSON for every pin of the lock files, from the YAML files under ``database/vulns``."""
     folders = {canonicalize_name(folder.name): folder for folder in (database / "vulns").iterdir()}
     dependencies = []
-    for raw_name, version in PIN.findall(lock_text):
-        name = canonicalize_name(raw_name)
+    for name, version in pins(*lock_texts):
         vulns = []
         for path in sorted(folders[name].glob("*.yaml")) if name in folders else []:
             advisory = yaml.safe_load(path.read_text())
@@ -119,10 +129,13 @@ def audit(*, database: Path, lock_text: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("database", type=Path, help="a copy of github.com/pypa/advisory-database")
-    parser.add_argument("--lock", type=Path, default=ROOT / "requirements.lock")
+    parser.add_argument(
+        "--lock", type=Path, action="append", help="a lock file (repeatable; default: both of the repository)"
+    )
     parser.add_argument("--output", type=Path, default=ROOT / "security" / "advisories" / "pip-audit.json")
     args = parser.parse_args(argv)
-    result = audit(database=args.database, lock_text=args.lock.read_text())
+    locks = args.lock or list(LOCKS)
+    result = audit(database=args.database, lock_texts=[lock.read_text() for lock in locks])
     args.output.write_text(json.dumps(result))
     found = sum(len(d["vulns"]) for d in result["dependencies"])
     print(f"{len(result['dependencies'])} pins, {found} known vulnerabilities -> {args.output}")

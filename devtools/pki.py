@@ -9,7 +9,8 @@ qualified trust service provider (ETSI TS 119 495):
 - ``tpp-qseal.pem`` / ``tpp-qseal.key``: the TPP's QSealC, with the PSD2 QCStatement (roles PSP_AI and PSP_PI,
   NCA Finanstilsynet / NO-FSA) and organizationIdentifier ``PSDNO-FSA-...``. Signs requests.
 - ``bank-signing.pem`` / ``bank-signing.key``: the sandbox bank's seal, used to sign its responses.
-- ``bank-tls.pem`` / ``bank-tls.key``: a TLS server certificate for the sandbox bank on loopback.
+- ``bank-tls.pem`` / ``bank-tls.key``: a TLS server certificate for the sandbox bank on loopback (and for the
+  names given with ``--tls-host``, e.g. ``bank`` in docker/compose.yaml).
 
 Run ``python -m devtools.pki var/pki`` (``--force`` to make new ones). The functions are also used by tests
 that need certificates with other roles, issuers or validity.
@@ -294,8 +295,9 @@ def _write(path: Path, data: bytes, *, secret: bool) -> None:
         handle.write(data)
 
 
-def write_dev_pki(directory: Path, *, force: bool = False) -> list[Path]:
-    """Write the development PKI into ``directory``; existing files are kept unless ``force``."""
+def write_dev_pki(directory: Path, *, force: bool = False, tls_hosts: tuple[str, ...] = ()) -> list[Path]:
+    """Write the development PKI into ``directory``; existing files are kept unless ``force``. ``tls_hosts``:
+    more names for the bank's TLS certificate, besides localhost and 127.0.0.1."""
     directory.mkdir(parents=True, exist_ok=True)
     targets = [directory / f"{name}.pem" for name in FILES]
     if not force and all(p.exists() and (p.with_suffix(".key")).exists() for p in targets):
@@ -305,7 +307,7 @@ def write_dev_pki(directory: Path, *, force: bool = False) -> list[Path]:
         "ca": ca,
         "tpp-qseal": issue_qseal(ca),
         "bank-signing": issue_qseal(ca, BANK_NAME, roles=()),
-        "bank-tls": issue_tls_server(ca),
+        "bank-tls": issue_tls_server(ca, hosts=("localhost", "127.0.0.1", *tls_hosts)),
     }
     written = []
     for name, item in issued.items():
@@ -319,8 +321,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path, nargs="?", default=Path("var/pki"))
     parser.add_argument("--force", action="store_true", help="replace existing certificates")
+    parser.add_argument(
+        "--tls-host", action="append", default=[], help="another name for the bank's TLS certificate (repeatable)"
+    )
     args = parser.parse_args(argv)
-    written = write_dev_pki(args.directory, force=args.force)
+    written = write_dev_pki(args.directory, force=args.force, tls_hosts=tuple(args.tls_host))
     if written:
         print(f"development certificates written to {args.directory}/")
     else:

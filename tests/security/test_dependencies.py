@@ -1,10 +1,13 @@
-"""The dependency audit, offline: requirements.lock against the advisory snapshot in security/advisories/.
+"""The dependency audit, offline: both lock files against the advisory snapshot in security/advisories/.
 
-``make advisories`` (needs PyPI) runs pip-audit over requirements.lock and saves its JSON answer as
-``security/advisories/pip-audit.json``; where PyPI's advisory API is unreachable the same JSON is written from a
-copy of the PyPA advisory database (``security/advisories/SOURCE.md`` says which). This test reaches nothing
-outside the machine; it fails when
-- the lock pins a package or version the snapshot has not audited (the lock changed: run ``make advisories``);
+``requirements.lock`` holds the runtime pins (the Docker image installs it), ``requirements-dev.lock`` the runtime
+and development pins (``make venv`` installs it); ``make lock`` writes both. ``make advisories`` (needs PyPI)
+runs pip-audit over both and saves its JSON answer as ``security/advisories/pip-audit.json``; where PyPI's
+advisory API is unreachable the same JSON is written from a copy of the PyPA advisory database
+(``security/advisories/SOURCE.md`` says which). This test reaches nothing outside the machine; it fails when
+- the two lock files disagree: a runtime pin missing from the development lock or at another version or with
+  other hashes, a development tool in the runtime lock, a runtime dependency of pyproject.toml not pinned;
+- a lock pins a package or version the snapshot has not audited (a lock changed: run ``make advisories``);
 - the snapshot records a known vulnerability of a pinned version that ``accepted.toml`` does not accept, with a
   reason and an end date, or whose acceptance has expired;
 - the snapshot could not audit some packages and ``accepted.toml`` does not name them under ``[unaudited]``, with
@@ -20,14 +23,18 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from devtools.advisories import affects, in_ranges
+from devtools.advisories import affects, in_ranges, pins
 from devtools.advisories import audit as offline_audit
 
 ROOT = Path(__file__).resolve().parents[2]
 ADVISORIES = ROOT / "security" / "advisories"
+RUNTIME_LOCK = ROOT / "requirements.lock"
+DEV_LOCK = ROOT / "requirements-dev.lock"
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 
 def locked(text: str) -> dict[str, str]:
@@ -36,6 +43,20 @@ def locked(text: str) -> dict[str, str]:
         canonicalize_name(name): version
         for name, version in re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s\\;]+)", text, re.MULTILINE)
     }
+
+
+def hashes(text: str) -> dict[str, set[str]]:
+    """name -> the --hash values of its pin, for every pin of a lock file written with --generate-hashes."""
+    found = {}
+    for block in re.split(r"\n(?=[A-Za-z0-9])", text):
+        match = re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)==", block)
+        if match:
+            found[canonicalize_name(match.group(1))] = set(re.findall(r"--hash=(sha256:[0-9a-f]{64})", block))
+    return found
+
+
+def names(requirements: list[str]) -> set[str]:
+    return {canonicalize_name(Requirement(line).name) for line in requirements}
 
 
 def snapshot(data: dict) -> dict[str, dict]:
@@ -97,12 +118,49 @@ def audit(lock: dict[str, str], audited: dict[str, dict], accepted: dict, today:
     return problems
 
 
-def test_the_lock_passes_the_audit_against_the_snapshot():
-    lock = locked((ROOT / "requirements.lock").read_text())
+@pytest.mark.parametrize("lock_file", [RUNTIME_LOCK, DEV_LOCK], ids=lambda path: path.name)
+def test_each_lock_passes_the_audit_against_the_snapshot(lock_file):
+    lock = locked(lock_file.read_text())
     audited = snapshot(json.loads((ADVISORIES / "pip-audit.json").read_text()))
     accepted = tomllib.loads((ADVISORIES / "accepted.toml").read_text())
     assert len(lock) > 50  # the parser read the lock
     assert audit(lock, audited, accepted, datetime.now(UTC).date()) == []
+
+
+# --- the two lock files ----------------------------------------------------------------------------------------
+
+
+def test_the_runtime_lock_is_the_runtime_part_of_the_development_lock():
+    runtime, dev = RUNTIME_LOCK.read_text(), DEV_LOCK.read_text()
+    runtime_pins, dev_pins = locked(runtime), locked(dev)
+    assert len(runtime_pins) > 50 and len(dev_pins) > len(runtime_pins)
+    other = {name: (version, dev_pins.get(name)) for name, version in runtime_pins.items()}
+    assert {name: pair for name, pair in other.items() if pair[0] != pair[1]} == {}
+    runtime_hashes, dev_hashes = hashes(runtime), hashes(dev)
+    assert set(runtime_hashes) == set(runtime_pins) and set(dev_hashes) == set(dev_pins)
+    for name, values in runtime_hashes.items():
+        assert values and values == dev_hashes[name], f"{name}: the two locks pin other files"
+
+
+def test_the_runtime_lock_pins_every_runtime_dependency_and_no_development_tool():
+    runtime_pins = locked(RUNTIME_LOCK.read_text())
+    runtime_names = names(PROJECT["dependencies"])
+    assert runtime_names - set(runtime_pins) == set()
+    # The dev extra's own packages, and the heavy ones they bring (locust: flask, gevent).
+    development = names(PROJECT["optional-dependencies"]["dev"]) - runtime_names
+    assert {"pytest", "playwright", "locust", "schemathesis"} <= development
+    assert sorted((development | {"flask", "gevent", "greenlet", "pytest-django"}) & set(runtime_pins)) == []
+    assert development <= set(locked(DEV_LOCK.read_text()))
+
+
+def test_the_lock_files_say_how_make_lock_wrote_them():
+    makefile = (ROOT / "Makefile").read_text()
+    for lock_file, extra in ((RUNTIME_LOCK, False), (DEV_LOCK, True)):
+        command = re.search(r"^#\s+(uv pip compile .*)$", lock_file.read_text(), re.M).group(1)
+        assert "--generate-hashes" in command and f"-o {lock_file.name}" in command
+        assert ("--extra dev" in command) is extra, command
+        assert f"-o {lock_file.name}" in makefile
+    assert "--constraint requirements-dev.lock" in RUNTIME_LOCK.read_text().splitlines()[1]
 
 
 # --- the audit itself, on made-up snapshots -------------------------------------------------------------------
@@ -212,8 +270,28 @@ def test_withdrawn_advisories_and_listed_versions():
 def test_the_offline_snapshot_fails_the_audit_like_pip_audits(tmp_path):
     (tmp_path / "vulns" / "urllib3").mkdir(parents=True)
     (tmp_path / "vulns" / "urllib3" / "PYSEC-2023-212.yaml").write_text(ADVISORY)
-    data = offline_audit(database=tmp_path, lock_text="urllib3==2.0.6 \\\nidna==3.20 \\\n")
-    assert data["dependencies"][0]["vulns"][0]["fix_versions"] == ["1.26.18", "2.0.7"]
-    assert data["dependencies"][1] == {"name": "idna", "version": "3.20", "vulns": []}
+    data = offline_audit(database=tmp_path, lock_texts=["urllib3==2.0.6 \\\nidna==3.20 \\\n"])
+    assert data["dependencies"][1]["vulns"][0]["fix_versions"] == ["1.26.18", "2.0.7"]
+    assert data["dependencies"][0] == {"name": "idna", "version": "3.20", "vulns": []}
     lock = {"urllib3": "2.0.6", "idna": "3.20"}
     assert audit(lock, snapshot(data), {}, TODAY) == ["urllib3==2.0.6: PYSEC-2023-212 (fixed in 1.26.18, 2.0.7)"]
+
+
+def test_the_offline_snapshot_covers_every_lock_file_once_per_pinned_version(tmp_path):
+    (tmp_path / "vulns" / "urllib3").mkdir(parents=True)
+    (tmp_path / "vulns" / "urllib3" / "PYSEC-2023-212.yaml").write_text(ADVISORY)
+    runtime = "Django==5.2.19 \\\nurllib3==2.8.0 \\\n"
+    dev = "django==5.2.19 \\\npytest==9.2.0 \\\nurllib3==2.0.6 \\\n"
+    assert pins(runtime, dev) == [
+        ("django", "5.2.19"),
+        ("pytest", "9.2.0"),
+        ("urllib3", "2.0.6"),
+        ("urllib3", "2.8.0"),
+    ]
+    data = offline_audit(database=tmp_path, lock_texts=[runtime, dev])
+    assert [(d["name"], d["version"], len(d["vulns"])) for d in data["dependencies"]] == [
+        ("django", "5.2.19", 0),
+        ("pytest", "9.2.0", 0),
+        ("urllib3", "2.0.6", 1),
+        ("urllib3", "2.8.0", 0),
+    ]

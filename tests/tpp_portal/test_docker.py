@@ -14,6 +14,9 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker/compose.yaml").read_text())
 SERVICES = COMPOSE["services"]
 PORTAL_SERVICES = ("web", "worker", "beat")
+ONE_OFF = ("migrate", "bank-migrate")
+LONG_RUNNING = ("proxy", *PORTAL_SERVICES, "bank", "db", "redis")
+PROXY_TEMPLATE = ROOT / "docker/proxy/default.conf.template"
 
 
 def portal_variables() -> set[str]:
@@ -28,28 +31,78 @@ def simulator_variables() -> set[str]:
     return set(re.findall(r"[\"']((?:BANK_SIM_|PORT|LOG_LEVEL|VAR_DIR)[A-Z_]*)[\"']", source))
 
 
-def test_the_six_services_each_with_a_health_check():
-    assert set(SERVICES) == {"web", "worker", "beat", "bank", "db", "redis"}
+def interpolate(value, environment: dict[str, str]) -> str:
+    """Compose's ${NAME}, ${NAME:-default} and ${NAME:?error}, as `docker compose` expands them."""
+
+    def one(match: re.Match) -> str:
+        name, operator, argument = match.group(1), match.group(2), match.group(3)
+        if environment.get(name):
+            return environment[name]
+        if operator == ":?":
+            raise AssertionError(f"{name} must be set: {argument}")
+        return argument if operator == ":-" else ""
+
+    return re.sub(r"\$\{(\w+)(?:(:-|:\?)([^}]*))?\}", one, str(value))
+
+
+def command(service: str) -> str:
+    """The service's command as one line ("" for an image's own, the proxy's)."""
+    value = SERVICES[service].get("command", "")
+    return " ".join(value) if isinstance(value, list) else value
+
+
+def test_the_services_long_running_ones_with_a_health_check():
+    assert set(SERVICES) == {*LONG_RUNNING, *ONE_OFF}
+    for name in LONG_RUNNING:
+        assert SERVICES[name].get("healthcheck", {}).get("test"), f"{name} has no health check"
+        assert SERVICES[name]["restart"] == "unless-stopped"
+    for name in ONE_OFF:
+        assert SERVICES[name]["restart"] == "no", f"{name} runs once, it must not be restarted"
+
+
+def test_only_the_proxy_is_published_on_the_host():
     for name, service in SERVICES.items():
-        assert service.get("healthcheck", {}).get("test"), f"{name} has no health check"
+        if name != "proxy":
+            assert "ports" not in service, f"{name} is published on the host; only the proxy may be"
+            assert service.get("network_mode") != "host", name
+    published = {interpolate(port, {}).split(":")[-1] for port in SERVICES["proxy"]["ports"]}
+    assert published == {"80", "443", "8443"}
+    assert SERVICES["proxy"]["image"].startswith("nginx:")
 
 
 def test_exactly_one_beat_and_the_right_commands():
     assert SERVICES["beat"]["deploy"]["replicas"] == 1
-    commands = {
-        name: " ".join(s["command"]) if isinstance(s["command"], list) else s["command"]
-        for name, s in SERVICES.items()
-        if name in (*PORTAL_SERVICES, "bank")
-    }
-    assert "gunicorn tpp_portal.wsgi" in commands["web"] and "manage.py migrate" in commands["web"]
-    assert commands["worker"].startswith("celery -A tpp_portal worker")
-    assert commands["beat"].startswith("celery -A tpp_portal beat")
-    assert "gunicorn bank_simulator.wsgi" in commands["bank"]
-    assert "bank_simulator migrate" in commands["bank"]
-    assert sum("beat" in c for c in commands.values()) == 1
+    assert command("web").startswith("gunicorn tpp_portal.wsgi")
+    assert command("worker").startswith("celery -A tpp_portal worker")
+    assert command("beat").startswith("celery -A tpp_portal beat")
+    assert command("bank").startswith("gunicorn bank_simulator.wsgi")
+    # One beat in all: no other service runs one, not even a worker with an embedded beat (-B, --beat).
+    runs_beat = [name for name in SERVICES if " beat" in command(name)]
+    assert runs_beat == ["beat"]
+    assert not re.search(r"(^|\s)(-B|--beat)(\s|$)", command("worker"))
 
 
-@pytest.mark.parametrize("service", PORTAL_SERVICES)
+def test_migrations_run_once_in_their_own_services_before_anything_that_uses_the_databases():
+    assert command("migrate") == "python manage.py migrate --noinput"
+    assert "python -m bank_simulator migrate --noinput" in command("bank-migrate")
+    assert "sandbox_initialize --if-empty" in command("bank-migrate")
+    for name in LONG_RUNNING:
+        assert "migrate" not in command(name) and "sandbox_initialize" not in command(name), name
+    for name, migration in (
+        ("web", "migrate"),
+        ("worker", "migrate"),
+        ("beat", "migrate"),
+        ("bank", "bank-migrate"),
+    ):
+        assert SERVICES[name]["depends_on"][migration] == {"condition": "service_completed_successfully"}, name
+        assert SERVICES[name]["depends_on"]["db"] == {"condition": "service_healthy"}, name
+    for name in ONE_OFF:
+        assert SERVICES[name]["depends_on"] == {"db": {"condition": "service_healthy"}}, name
+    for name in ("web", "bank"):
+        assert SERVICES["proxy"]["depends_on"][name] == {"condition": "service_healthy"}
+
+
+@pytest.mark.parametrize("service", [*PORTAL_SERVICES, "migrate"])
 def test_portal_services_set_only_variables_the_settings_read(service):
     environment = SERVICES[service]["environment"]
     unknown = set(environment) - portal_variables()
@@ -72,18 +125,76 @@ def test_portal_services_set_only_variables_the_settings_read(service):
     assert environment["REDIS_URL"].startswith("redis://redis:6379")
 
 
-def test_the_sandbox_bank_service_sets_only_variables_the_simulator_reads():
-    environment = SERVICES["bank"]["environment"]
+def test_the_portal_trusts_exactly_the_one_proxy_in_front_of_it():
+    for service in (*PORTAL_SERVICES, "migrate"):
+        assert SERVICES[service]["environment"]["TRUSTED_PROXY_COUNT"] == "1"  # fixed, not from the environment
+    assert [name for name in SERVICES if "ports" in SERVICES[name]] == ["proxy"]
+    template = PROXY_TEMPLATE.read_text()
+    assert "proxy_pass $portal;" in template and "set $portal http://web:8000;" in template
+
+
+def test_the_public_addresses_agree_with_the_proxy():
+    environment = {"PUBLIC_HOST": "portal.example", "BANK_PUBLIC_PORT": "9443"}
+    portal = {k: interpolate(v, {**environment, **SECRETS}) for k, v in SERVICES["web"]["environment"].items()}
+    bank = {k: interpolate(v, {**environment, **SECRETS}) for k, v in SERVICES["bank"]["environment"].items()}
+    assert portal["PORTAL_BASE_URL"] == "https://portal.example"
+    assert portal["ALLOWED_HOSTS"] == "portal.example"
+    assert portal["BANK_BASE_URL"] == "https://bank:8001"  # the API, on the compose network
+    # The SCA redirect: the proxy's bank port, on the public host; the bank answers to that host name.
+    assert bank["BANK_SIM_PUBLIC_URL"] == "https://portal.example:9443"
+    assert "portal.example" in bank["BANK_SIM_ALLOWED_HOSTS"].split(",")
+    proxy = {k: interpolate(v, environment) for k, v in SERVICES["proxy"]["environment"].items()}
+    assert proxy == environment
+    assert "9443:9443" in [interpolate(port, environment) for port in SERVICES["proxy"]["ports"]]
+    template = PROXY_TEMPLATE.read_text()
+    assert "listen ${BANK_PUBLIC_PORT} ssl" in template
+    assert re.search(
+        r"location = /sca/authorize \{\s*set \$bank https://bank:8001;\s*proxy_pass \$bank;", template
+    )
+
+
+def test_the_bank_signs_its_responses_and_the_portal_verifies_them():
+    for name in ("bank", "bank-migrate"):
+        environment = SERVICES[name]["environment"]
+        assert environment["BANK_SIM_SIGN_RESPONSES"] == "true"
+        assert environment["BANK_SIM_SIGNING_CERT"] == "/run/pki/bank-signing.pem"
+        assert environment["BANK_SIM_SIGNING_KEY"] == "/run/pki/bank-signing.key"
+    for name in (*PORTAL_SERVICES, "migrate"):
+        assert SERVICES[name]["environment"]["BANK_RESPONSE_CERT"] == "/run/pki/bank-signing.pem"
+    assert "--certfile /run/pki/bank-tls.pem --keyfile /run/pki/bank-tls.key" in command("bank")
+
+
+@pytest.mark.parametrize("service", ["bank", "bank-migrate"])
+def test_the_sandbox_bank_services_set_only_variables_the_simulator_reads(service):
+    environment = SERVICES[service]["environment"]
     unknown = set(environment) - simulator_variables()
-    assert not unknown, f"bank sets variables the simulator never reads: {sorted(unknown)}"
+    assert not unknown, f"{service} sets variables the simulator never reads: {sorted(unknown)}"
     assert environment["BANK_SIM_DATABASE_URL"].endswith("@db:5432/tpp_bank")
+    assert environment["BANK_SIM_ENV"] == "production"
 
 
 def test_certificate_paths_point_into_the_mounted_pki_folder():
-    for service in PORTAL_SERVICES:
+    for service in (*PORTAL_SERVICES, *ONE_OFF, "bank"):
         assert "./pki:/run/pki:ro" in SERVICES[service]["volumes"]
-        for name in ("BANK_SIGNING_CERT", "BANK_SIGNING_KEY"):
+    for service in (*PORTAL_SERVICES, "migrate"):
+        for name in ("BANK_SIGNING_CERT", "BANK_SIGNING_KEY", "BANK_CA_BUNDLE", "BANK_RESPONSE_CERT"):
             assert SERVICES[service]["environment"][name].startswith("/run/pki/")
+    proxy_volumes = SERVICES["proxy"]["volumes"]
+    assert "./proxy/default.conf.template:/etc/nginx/templates/default.conf.template:ro" in proxy_volumes
+    assert "./tls:/etc/nginx/tls:ro" in proxy_volumes and "./pki/ca.pem:/run/pki/ca.pem:ro" in proxy_volumes
+
+
+SECRETS = {
+    name: "x"
+    for name in (
+        "SECRET_KEY",
+        "FIELD_ENCRYPTION_KEYS",
+        "FIELD_HASH_KEY",
+        "EMAIL_URL",
+        "POSTGRES_PASSWORD",
+        "BANK_SIM_SECRET_KEY",
+    )
+}
 
 
 def test_no_secret_is_written_into_the_compose_file():
@@ -91,12 +202,17 @@ def test_no_secret_is_written_into_the_compose_file():
         for name, value in (service.get("environment") or {}).items():
             if any(word in name for word in ("SECRET", "PASSWORD", "KEYS", "HASH_KEY", "EMAIL_URL")):
                 assert str(value).startswith("${"), f"{name} must come from the environment"
+    with pytest.raises(AssertionError, match="SECRET_KEY must be set"):
+        interpolate(SERVICES["web"]["environment"]["SECRET_KEY"], {})
 
 
-def test_dockerfile_runs_as_non_root_with_gunicorn_from_the_lock_file():
+def test_dockerfile_runs_as_non_root_with_gunicorn_from_the_runtime_lock_file():
     dockerfile = (ROOT / "docker/Dockerfile").read_text()
     assert re.search(r"^USER tpp$", dockerfile, re.M)
+    assert re.search(r"^COPY requirements\.lock \./$", dockerfile, re.M)
     assert "--require-hashes -r requirements.lock" in dockerfile
+    instructions = [line for line in dockerfile.splitlines() if not line.lstrip().startswith("#")]
+    assert not [line for line in instructions if "requirements-dev.lock" in line or "--extra" in line]
     assert '"gunicorn", "tpp_portal.wsgi"' in dockerfile
     assert "DJANGO_ENV=production" in dockerfile
 
