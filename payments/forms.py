@@ -156,7 +156,9 @@ class AmountField(forms.DecimalField):
             if decimal_separator == "." and "," in value:
                 raise ValidationError(self.error_messages["comma_in_point_locale"], code="comma_in_point_locale")
             if value and not _PLAIN_AMOUNT.fullmatch(value):
-                raise ValidationError(self.error_messages["not_digits"], code="not_digits")
+                if any(char == "_" or (char.isdigit() and not char.isascii()) for char in value):
+                    raise ValidationError(self.error_messages["not_digits"], code="not_digits")
+                raise ValidationError(self.error_messages["invalid"], code="invalid")
         number = super().to_python(value)
         if number is not None and self.decimal_places is not None and number.is_finite():
             step = Decimal(1).scaleb(-self.decimal_places)
