@@ -17,6 +17,7 @@ from tests.factories import UserFactory
 class BankConnectionFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = BankConnection
+        skip_postgeneration_save = True  # the hook below writes another table, not the connection
 
     user = factory.SubFactory(UserFactory)
     context = "PRIVATE"

@@ -103,11 +103,12 @@ def test_a_psu_id_of_another_portal_user_is_refused_recorded_and_never_reaches_t
     assert PsuBinding.objects.get(psu_id_hash=victim.psu_id_hash).user == bob
 
 
-def test_a_disconnected_psu_id_stays_its_users(bank, alice, bob, alice_client, bob_client):
+def test_a_disconnected_psu_id_stays_its_users(bank, alice, bob, alice_client):
     """Disconnecting does not free the PSU-ID: the consent behind it may live on at the bank."""
     victim = BankConnectionFactory(user=bob)
     psu_id = victim.psu_id
-    bob_client.post(f"/bank/connections/{victim.pk}/disconnect/")
+    bank.accounts[psu_id] = [_account("Bobs sparekonto")]
+    connection_services.connection_disconnect(connection=victim, actor=bob)
     assert BankConnection.objects.get(pk=victim.pk).state == ConnectionState.DISCONNECTED
     state = _started(alice, alice_client)
 
@@ -116,6 +117,7 @@ def test_a_disconnected_psu_id_stays_its_users(bank, alice, bob, alice_client, b
     )
 
     assert response.status_code == 400 and not BankConnection.objects.filter(user=alice).exists()
+    assert IdentityRefusal.objects.get().bound_to == bob
 
 
 def test_the_owner_of_a_psu_id_connects_with_it(bank, alice, alice_client):
