@@ -31,7 +31,9 @@ class BankConnectionFactory(factory.django.DjangoModelFactory):
     def bound(connection, create, extracted, **kwargs):
         """The PSU-ID is bound to the connection's user, as the callback binds it (unless already someone's)."""
         if create and connection.psu_id_hash:
-            PsuBinding.objects.get_or_create(psu_id_hash=connection.psu_id_hash, defaults={"user": connection.user})
+            PsuBinding.objects.get_or_create(
+                psu_id_hash=connection.psu_id_hash, defaults={"user": connection.user}
+            )
 
 
 class BankAccountFactory(factory.django.DjangoModelFactory):
