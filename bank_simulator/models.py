@@ -25,6 +25,22 @@ class SimulatorClock(models.Model):
         return f"clock offset {self.offset_seconds}s"
 
 
+class SeenSignature(models.Model):
+    """A verified request signature, kept while a replay of it could still pass the Date check.
+
+    The bank refuses a Signature value it has seen before (``security.replay``); the rows of every gunicorn
+    process are in this one table, and rows whose Date window has passed are deleted.
+    """
+
+    # SHA-256 (hex) of the signature bytes: RSA PKCS#1 v1.5 is deterministic, so a replay has the same bytes.
+    digest = models.CharField(max_length=64, primary_key=True)
+    # The request's Date plus the allowed deviation: after this a replay fails the Date check anyway.
+    expires_at = models.DateTimeField(db_index=True)  # security.replay prunes by it
+
+    def __str__(self) -> str:
+        return f"signature {self.digest[:12]}... until {self.expires_at:%H:%M:%S}"
+
+
 class CustomerType(models.TextChoices):
     PRIVATE = "PRIVATE"  # a person; gets a private agreement over its own accounts automatically
     CORPORATE = "CORPORATE"  # a company; its accounts are reached through corporate agreements only

@@ -21,6 +21,7 @@ from tests.bank_simulator.conftest import (
     Signer,
     error_code,
     error_text,
+    resent_date,
 )
 from tests.bank_simulator.pis.helpers import (
     CREDITOR_IBAN,
@@ -311,7 +312,7 @@ def test_logical_duplicates_are_refused_unless_allowed(payer, main_account):
 def test_replaying_the_same_request_id_returns_the_same_payment(payer, main_account):
     request_id = str(uuid.uuid4())
     first = initiate(payer, body(main_account), headers={"X-Request-ID": request_id})
-    again = initiate(payer, body(main_account), headers={"X-Request-ID": request_id})
+    again = initiate(payer, body(main_account), headers={"X-Request-ID": request_id, "Date": resent_date()})
     assert first.status_code == again.status_code == 201
     assert first.json()["paymentId"] == again.json()["paymentId"]
     assert Payment.objects.count() == 1
@@ -337,7 +338,7 @@ def test_single_sca_with_x_psu_identity(bank, main_account):
     replay = initiate(
         bank,
         body(main_account),
-        headers={**headers, "X-Request-ID": request_id},
+        headers={**headers, "X-Request-ID": request_id, "Date": resent_date()},
         query="?allowLogicalDuplicate=true",
     )
     assert second.json()["paymentId"] == replay.json()["paymentId"] != first.json()["paymentId"]
