@@ -179,6 +179,7 @@ class ConsentStatus(models.TextChoices):
     VALID = "valid"  # SCA done, within 180 days
     EXPIRED = "expired"  # 180 days after its SCA
     REVOKED_BY_PSU = "revokedByPsu"  # the PSU withdrew it directly with the bank
+    TERMINATED_BY_TPP = "terminatedByTpp"  # the TPP ended it (DELETE /v1/bank-offered-consents)
     REPLACED = "replaced"  # a newer consent for the same PSU, TPP and agreement took its place
 
 

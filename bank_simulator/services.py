@@ -653,6 +653,23 @@ def consent_expire(*, consent: Consent, now: dt.datetime) -> None:
         _consent_move(consent, to=ConsentStatus.EXPIRED, now=now, reason="180 days after its SCA")
 
 
+def consent_terminate_by_tpp(*, psu: PsuIdentity, agreement: Agreement, now: dt.datetime) -> Consent | None:
+    """The TPP ends its valid consent for ``psu`` and ``agreement`` (DELETE /v1/bank-offered-consents); None
+    when there is none to end."""
+    with transaction.atomic():
+        consent = (
+            Consent.objects.select_for_update()
+            .filter(psu=psu, agreement=agreement, status=ConsentStatus.VALID)
+            .first()
+        )
+        if consent is None:
+            return None
+        _consent_move(
+            consent, to=ConsentStatus.TERMINATED_BY_TPP, now=now, reason="ended by the TPP (DELETE consent)"
+        )
+    return consent
+
+
 def consents_revoke(*, customer: Customer, now: dt.datetime) -> int:
     """The PSU withdraws every consent it gave, directly with the bank (sandbox control)."""
     revoked = 0

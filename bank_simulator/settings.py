@@ -100,6 +100,9 @@ BANK_SIM_KNOWN_ISSUE_PENDING_UNFILTERED = _flag("BANK_SIM_KNOWN_ISSUE_PENDING_UN
 BANK_SIM_SEED = _read("BANK_SIM_SEED", "sandkasse-2024")
 # Allowed deviation of the Date request header from the bank's (real) clock, in seconds (spec section 8).
 BANK_SIM_DATE_TOLERANCE = _int("BANK_SIM_DATE_TOLERANCE", 60)
+# DELETE /v1/bank-offered-consents (the TPP ends its consent for a PSU; the spec is silent on it). Off: 405
+# SERVICE_INVALID, as a bank that does not offer it (the PSU then revokes directly with the bank).
+BANK_SIM_CONSENT_DELETE = _flag("BANK_SIM_CONSENT_DELETE", True)
 # How long a started SCA redirect stays usable before it fails with SCA_EXPIRED, in seconds.
 BANK_SIM_SCA_TTL = _int("BANK_SIM_SCA_TTL", 900, minimum=1)
 # Response signing with the bank's seal (spec 5.2 "responses may be signed"). Both files or neither.

@@ -66,6 +66,14 @@ def require_consent(api: ApiRequest) -> Consent:
             "CONSENT_UNKNOWN",
             "There is no consent for this PSU and agreement; send the PSU to scaRedirect.",
         )
+    if consent.status == ConsentStatus.TERMINATED_BY_TPP:
+        raise _consent_redirect(
+            api,
+            401,
+            "CONSENT_UNKNOWN",
+            "The TPP ended this consent (DELETE /v1/bank-offered-consents); send the PSU to scaRedirect for a "
+            "new one.",
+        )
     if consent.status == ConsentStatus.REVOKED_BY_PSU:
         raise ApiError(403, "CONSENT_UNKNOWN", "The PSU has revoked the consent with the bank.")
     if consent.status == ConsentStatus.EXPIRED or consent.valid_until <= api.now:

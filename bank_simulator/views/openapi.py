@@ -283,7 +283,18 @@ def build(base_url: str) -> dict[str, Any]:
                 [*SIGNING, DIGEST, REDIRECT, SESSION_REQUIRED, *PSU, PSU_CONTEXT],
                 {**_ok("201", _ref("ScaRedirect")), **AIS_ERRORS},
                 requestBody=_json_body({"type": "object"}, required=False),
-            )
+            ),
+            "delete": _op(
+                "deleteBankOfferedConsent",
+                "End the TPP's consent for the PSU (and PSU-Corporate-ID's agreement)",
+                [*SIGNING, REDIRECT, SESSION, *PSU],
+                {
+                    "204": {"description": "the consent ended"},
+                    **AIS_ERRORS,
+                    "403": _error("CONSENT_UNKNOWN: no valid consent of this PSU and agreement"),
+                    "405": _error("SERVICE_INVALID: the bank does not offer it (BANK_SIM_CONSENT_DELETE=false)"),
+                },
+            ),
         },
         "/v1/consents": {
             "post": _op(
