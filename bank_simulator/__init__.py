@@ -11,7 +11,7 @@ Where things are:
 - ``views/``: ``ais`` (accounts, balances, transactions, card accounts), ``consents`` (bank-offered consents,
   /v1/users, /v1/agreements), ``sandbox`` (mock data, clock), ``sca`` (the PSU's HTML screens), ``openapi``.
 - ``sca_purposes``: what an SCA approves, one handler per purpose; payments add theirs (dynamic linking).
-- ``services`` (writes), ``selectors`` and ``hotpath`` (reads), ``history`` (generated transactions),
+- ``services`` (writes), ``selectors`` (reads), ``history`` (generated transactions),
   ``clock`` (business time = real time + a stored offset), ``errors`` (tppMessages, section 7 codes only).
 
 Settings (environment): BANK_SIM_DATABASE_URL, BANK_SIM_PUBLIC_URL, BANK_SIM_TRUSTED_CAS, BANK_SIM_SECRET_KEY,

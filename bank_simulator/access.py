@@ -22,7 +22,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from bank_simulator import clock, hotpath
+from bank_simulator import clock, selectors
 from bank_simulator.errors import ApiError, error_response, format_error, header_required
 from bank_simulator.models import Agreement, Consent, CustomerType, PsuIdentity
 from bank_simulator.security import replay, response_signing
@@ -284,11 +284,11 @@ def _resolve_psu(api: ApiRequest, *, corporate_required: bool) -> dt.timedelta:
     psu_id = _uuid_header(request, "PSU-ID")
     corporate_id = _uuid_header(request, "PSU-Corporate-ID")
     if psu_id is None:
-        return hotpath.clock_offset()
+        return clock.offset()
     api.psu_id_given = True
-    context = hotpath.psu_context(psu_id=psu_id, tpp_org_id=api.tpp_org_id, corporate_id=corporate_id)
+    context = selectors.psu_context(psu_id=psu_id, tpp_org_id=api.tpp_org_id, corporate_id=corporate_id)
     if context is None:
-        return hotpath.clock_offset()
+        return clock.offset()
     api.psu = context.psu
     customer = context.psu.customer
     if corporate_id:

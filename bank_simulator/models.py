@@ -150,8 +150,11 @@ class Transaction(models.Model):
 
     class Meta:
         indexes = [
-            # Listings and balances: one account's booked or pending items by date.
-            models.Index(fields=["account", "booking_status", "booking_date"], name="tx_listing_idx"),
+            # selectors.transaction_page (one account's booked or pending items, newest first: the index's order,
+            # no sort) and selectors.account_balances (the pending items and those booked from today).
+            models.Index(
+                fields=["account", "booking_status", "-booking_date", "-sequence", "-id"], name="tx_listing_idx"
+            ),
             # transactions_settle_due: pending items whose booking day has come.
             models.Index(fields=["booking_status", "books_on"], name="tx_settle_idx"),
         ]
@@ -199,6 +202,11 @@ class Consent(models.Model):
             models.UniqueConstraint(
                 fields=["psu", "agreement"], condition=Q(status="valid"), name="one_valid_consent_per_agreement"
             )
+        ]
+        indexes = [
+            # selectors.latest_consent (the consent screen) and psu_context (every account-information request):
+            # a PSU's consents for one agreement, newest first.
+            models.Index(fields=["psu", "agreement", "-id"], name="consent_latest_idx"),
         ]
 
     def __str__(self) -> str:

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from bank_simulator import history, hotpath
+from bank_simulator import history
 from bank_simulator.identifiers import BIC, norwegian_bban, norwegian_iban, opaque_id
 from bank_simulator.models import (
     AccessKind,
@@ -701,7 +701,7 @@ def tpp_session_record_sca(*, tpp_org_id: str, customer: Customer, tpp_session_i
 def unattended_access_record(*, tpp_org_id: str, account: Account, kind: str, now: dt.datetime) -> None:
     if kind not in AccessKind.values:
         raise DomainError(f"unknown access kind {kind!r}")
-    hotpath.unattended_insert(tpp_org_id=tpp_org_id, account=account, kind=kind, at=now)
+    UnattendedAccess.objects.create(tpp_org_id=tpp_org_id, account=account, kind=kind, at=now)
 
 
 # --- SCA --------------------------------------------------------------------------------------------------

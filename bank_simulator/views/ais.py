@@ -8,8 +8,8 @@ from typing import Any
 
 from django.conf import settings
 
-from bank_simulator import hotpath, selectors, services
 from bank_simulator import representations as rep
+from bank_simulator import selectors, services
 from bank_simulator.access import PSP_AI, ApiRequest, bool_query, endpoint
 from bank_simulator.errors import ApiError, format_error
 from bank_simulator.models import AccessKind, Account, AccountKind, Consent, ConsentStatus, ScaPurpose
@@ -58,7 +58,7 @@ def require_consent(api: ApiRequest) -> Consent:
             "Account information needs a PSU-ID with a consent; send the PSU to scaRedirect.",
         )
     assert api.agreement is not None  # corporate_required: a corporate PSU has sent PSU-Corporate-ID
-    consent = api.consent  # the latest one, read with the PSU (bank_simulator.hotpath)
+    consent = api.consent  # the latest one, read with the PSU (selectors.psu_context)
     if consent is None or consent.status == ConsentStatus.REPLACED:
         raise _consent_redirect(
             api,
@@ -88,7 +88,7 @@ def require_consent(api: ApiRequest) -> Consent:
 
 
 def _account(api: ApiRequest, consent: Consent, resource_id: str, kind: str) -> Account:
-    account = hotpath.consented_account(consent=consent, resource_id=resource_id, kind=kind)
+    account = selectors.consented_account(consent=consent, resource_id=resource_id, kind=kind)
     if account is None:
         raise ApiError(
             403,
@@ -200,8 +200,7 @@ def _transactions(api: ApiRequest, resource_id: str, kind: str) -> tuple[int, di
             )
         date_from = date_from or oldest
     _check_unattended(api, account, AccessKind.TRANSACTIONS)
-    if hotpath.due_count(account=account, today=today):  # pending items whose day has come book first
-        services.transactions_settle_due(today=today, account=account)
+    services.transactions_settle_due(today=today, account=account)  # pending items whose day has come book first
     page = selectors.transaction_page(
         account=account,
         booking_status=booking_status,
