@@ -103,6 +103,14 @@ BANK_SIM_DATE_TOLERANCE = _int("BANK_SIM_DATE_TOLERANCE", 60)
 # DELETE /v1/bank-offered-consents (the TPP ends its consent for a PSU; the spec is silent on it). Off: 405
 # SERVICE_INVALID, as a bank that does not offer it (the PSU then revokes directly with the bank).
 BANK_SIM_CONSENT_DELETE = _flag("BANK_SIM_CONSENT_DELETE", True)
+# A payment initiation that repeats an X-Request-ID of the same TPP (the spec is silent): "same" answers the
+# payment that X-Request-ID made (the same body; another body is 409 CONFLICT), "conflict" answers 409 CONFLICT,
+# "new" treats it as a new request (a second payment, unless the logical-duplicate rule refuses it).
+BANK_SIM_REQUEST_ID_REPLAY = _read("BANK_SIM_REQUEST_ID_REPLAY", "same")
+if BANK_SIM_REQUEST_ID_REPLAY not in {"same", "conflict", "new"}:
+    raise ImproperlyConfigured(
+        f"BANK_SIM_REQUEST_ID_REPLAY: expected same, conflict or new, got {BANK_SIM_REQUEST_ID_REPLAY!r}"
+    )
 # How long a started SCA redirect stays usable before it fails with SCA_EXPIRED, in seconds.
 BANK_SIM_SCA_TTL = _int("BANK_SIM_SCA_TTL", 900, minimum=1)
 # Response signing with the bank's seal (spec 5.2 "responses may be signed"). Both files or neither.

@@ -113,11 +113,17 @@ def payment_initiate(
     tpp_session_id: str,
     allow_logical_duplicate: bool,
     now: dt.datetime,
+    request_id_replay: str = "same",
 ) -> tuple[Payment, bool]:
-    """A new payment in RCVD, or the same one again for a replay of the same X-Request-ID and body.
+    """A new payment in RCVD, or, for an X-Request-ID this TPP used before, what ``request_id_replay`` says
+    (BANK_SIM_REQUEST_ID_REPLAY): "same" answers that payment again (409 CONFLICT for another body), "conflict"
+    refuses with 409 CONFLICT, "new" makes a new payment (the logical-duplicate rule applies to it as to any).
 
+    Without allowLogicalDuplicate=true (absent is false), a payment like a live one of the last 24 hours (same
+    debtor account, creditor, amount, currency and execution date) is refused with 409 CONFLICT.
     Returns the payment and whether it was created now.
     """
+    idempotency_key = "" if request_id_replay == "new" else request_id
     fingerprint = _fingerprint(product=product, psu=psu, order=order)
     debtor = selectors.bank_account(ref=order.debtor_account, agreement=agreement)
     if debtor is None:
@@ -154,7 +160,7 @@ def payment_initiate(
             execution_date=execution_date,
             now=now,
             tpp_org_id=tpp_org_id,
-            request_id=request_id,
+            request_id=idempotency_key or None,
         )
         if duplicate is not None:
             raise PaymentRefused(
@@ -176,6 +182,7 @@ def payment_initiate(
                 product=product,
                 tpp_org_id=tpp_org_id,
                 request_id=request_id,
+                idempotency_key=idempotency_key,
                 fingerprint=fingerprint,
                 tpp_session_id=tpp_session_id,
                 psu=psu,
@@ -197,10 +204,18 @@ def payment_initiate(
             PaymentEvent.objects.create(
                 payment=payment, at=now, from_status="", to_status=S.RCVD, reason="initiated by the TPP"
             )
-    except IntegrityError:  # a replay of the same X-Request-ID (the unique constraint is the idempotency key)
-        existing = Payment.objects.filter(tpp_org_id=tpp_org_id, request_id=request_id).first()
+    except IntegrityError:  # a repeated X-Request-ID (the unique constraint on the idempotency key)
+        existing = Payment.objects.filter(tpp_org_id=tpp_org_id, idempotency_key=idempotency_key).first()
         if existing is None:
             raise
+        if request_id_replay == "conflict":
+            raise PaymentRefused(
+                409,
+                "CONFLICT",
+                f"X-Request-ID was already used for payment {existing.payment_id}; every initiation needs a new "
+                "X-Request-ID.",
+                field="X-Request-ID",
+            ) from None
         return _replay(existing, fingerprint), False
     return payment, True
 

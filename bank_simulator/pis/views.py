@@ -12,6 +12,7 @@ import math
 import re
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpResponse
 
 from bank_simulator import clock
@@ -177,6 +178,7 @@ def initiate(api: ApiRequest, product: str) -> tuple[int, dict[str, Any]]:
             tpp_session_id=api.header("TPP-Session-ID") or "",
             allow_logical_duplicate=allow_duplicate,
             now=api.now,
+            request_id_replay=settings.BANK_SIM_REQUEST_ID_REPLAY,
         )
     except services.PaymentRefused as error:
         raise _refused(error) from None

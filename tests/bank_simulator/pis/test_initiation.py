@@ -321,6 +321,51 @@ def test_replaying_the_same_request_id_returns_the_same_payment(payer, main_acco
     assert conflict.status_code == 409 and paths_of(conflict) == ["X-Request-ID"]
 
 
+def test_allow_logical_duplicate_false_or_absent_refuses_a_logical_duplicate(payer, main_account):
+    """allowLogicalDuplicate absent means false: a payment like a live one (same debtor account, creditor,
+    amount, currency and execution date, within 24 hours) is refused, whichever TPP request made the first."""
+    first = initiate(payer, body(main_account), query="?allowLogicalDuplicate=false")
+    assert first.status_code == 201
+    for query in ("", "?allowLogicalDuplicate=false"):
+        refused = initiate(payer, body(main_account), query=query)
+        assert refused.status_code == 409, query
+        assert error_code(refused) == "CONFLICT" and paths_of(refused) == ["allowLogicalDuplicate"]
+        assert first.json()["paymentId"] in error_text(refused)
+    assert Payment.objects.count() == 1
+
+
+def test_a_repeated_request_id_is_refused_in_conflict_mode(payer, main_account, settings):
+    settings.BANK_SIM_REQUEST_ID_REPLAY = "conflict"
+    request_id = str(uuid.uuid4())
+    first = initiate(payer, body(main_account), headers={"X-Request-ID": request_id})
+    assert first.status_code == 201
+    again = initiate(payer, body(main_account), headers={"X-Request-ID": request_id, "Date": resent_date()})
+    assert again.status_code == 409
+    assert error_code(again) == "CONFLICT" and paths_of(again) == ["X-Request-ID"]
+    assert first.json()["paymentId"] in error_text(again)
+    assert Payment.objects.count() == 1
+
+
+def test_a_repeated_request_id_is_a_new_request_in_new_mode(payer, main_account, settings):
+    settings.BANK_SIM_REQUEST_ID_REPLAY = "new"
+    request_id = str(uuid.uuid4())
+    first = initiate(payer, body(main_account), headers={"X-Request-ID": request_id})
+    assert first.status_code == 201
+    # The same body again is a logical duplicate of the first payment: refused unless allowed.
+    again = initiate(payer, body(main_account), headers={"X-Request-ID": request_id, "Date": resent_date()})
+    assert again.status_code == 409 and paths_of(again) == ["allowLogicalDuplicate"]
+    allowed = initiate(
+        payer, body(main_account), headers={"X-Request-ID": request_id}, query="?allowLogicalDuplicate=true"
+    )
+    assert allowed.status_code == 201
+    other = body(main_account, instructedAmount={"amount": "99.00", "currency": "EUR"})
+    third = initiate(payer, other, headers={"X-Request-ID": request_id})
+    assert third.status_code == 201
+    ids = {first.json()["paymentId"], allowed.json()["paymentId"], third.json()["paymentId"]}
+    assert len(ids) == 3
+    assert Payment.objects.filter(request_id=request_id).count() == 3
+
+
 def test_single_sca_with_x_psu_identity(bank, main_account):
     """No PSU-ID beforehand: the PSU-ID is made, the same every time, and comes back from the SCA."""
     pin_clock()
