@@ -5,6 +5,7 @@ Read from the environment with django-environ; a malformed value stops start-up 
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import environ
@@ -25,6 +26,19 @@ def _flag(name: str, default: bool) -> bool:
     if raw in {"0", "false", "no", "off"}:
         return False
     raise ImproperlyConfigured(f"{name}: expected true or false, got {raw!r}")
+
+
+def _decimal(name: str) -> Decimal | None:
+    raw = _read(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        raise ImproperlyConfigured(f"{name}: expected an amount such as 500 or 499.99, got {raw!r}") from None
+    if not value.is_finite() or value < 0:
+        raise ImproperlyConfigured(f"{name}: expected an amount of zero or more, got {raw!r}")
+    return value
 
 
 def _int(name: str, default: int, *, minimum: int = 0) -> int:
@@ -111,6 +125,13 @@ if BANK_SIM_REQUEST_ID_REPLAY not in {"same", "conflict", "new"}:
     raise ImproperlyConfigured(
         f"BANK_SIM_REQUEST_ID_REPLAY: expected same, conflict or new, got {BANK_SIM_REQUEST_ID_REPLAY!r}"
     )
+# Payments whose amount is below this many NOK (at the bank's rates) need no SCA: startAuthorisation answers
+# scaStatus "exempted" without scaRedirect and the payment moves on as approved (spec 3 rule 2: "SCA exemptions
+# may produce an instantly completed payment"). Only for agreements with one signer. Unset: no exemption.
+BANK_SIM_SCA_EXEMPT_BELOW = _decimal("BANK_SIM_SCA_EXEMPT_BELOW")
+# The initiation answer itself carries the scaRedirect (an authorisation started at once), instead of a
+# startAuthorisation link the TPP must POST to first.
+BANK_SIM_SCA_AT_INITIATION = _flag("BANK_SIM_SCA_AT_INITIATION", False)
 # How long a started SCA redirect stays usable before it fails with SCA_EXPIRED, in seconds.
 BANK_SIM_SCA_TTL = _int("BANK_SIM_SCA_TTL", 900, minimum=1)
 # Response signing with the bank's seal (spec 5.2 "responses may be signed"). Both files or neither.

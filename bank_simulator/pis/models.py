@@ -112,11 +112,15 @@ class PaymentEvent(models.Model):
 
 
 class PaymentAuthorisation(models.Model):
-    """One POST on startAuthorisation: the SCA redirect it issued."""
+    """One POST on startAuthorisation (or the initiation, BANK_SIM_SCA_AT_INITIATION): the SCA redirect it
+    issued, or none when the payment was exempted from SCA (BANK_SIM_SCA_EXEMPT_BELOW)."""
 
     authorisation_id = models.CharField(max_length=64, unique=True)
     payment = models.ForeignKey(Payment, on_delete=models.CASCADE, related_name="authorisations")
-    sca_session = models.OneToOneField(ScaSession, on_delete=models.CASCADE, related_name="payment_authorisation")
+    sca_session = models.OneToOneField(
+        ScaSession, null=True, blank=True, on_delete=models.CASCADE, related_name="payment_authorisation"
+    )
+    exempted = models.BooleanField(default=False)  # no SCA: scaStatus "exempted", no scaRedirect
     created_at = models.DateTimeField()
 
     def __str__(self) -> str:

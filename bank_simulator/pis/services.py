@@ -233,8 +233,11 @@ def payment_authorisation_start(
     redirect_uri: str,
     requesting_psu: PsuIdentity | None,
     now: dt.datetime,
+    exempt_below_nok: Decimal | None = None,
 ) -> PaymentAuthorisation:
-    """An SCA redirect for the next signer (the same one again while an SCA is still in progress)."""
+    """An SCA redirect for the next signer (the same one again while an SCA is still in progress), or, for a
+    single-signer payment below ``exempt_below_nok`` (BANK_SIM_SCA_EXEMPT_BELOW), an exemption: no SCA, the
+    payment is approved at once (PDNG)."""
     if payment.status not in (S.RCVD, S.PATC):
         raise PaymentRefused(
             409,
@@ -244,6 +247,13 @@ def payment_authorisation_start(
     current = selectors.authorisation_in_progress(payment=payment, now=now)
     if current is not None:
         return current
+    if (
+        exempt_below_nok is not None
+        and payment.status == S.RCVD
+        and payment.signers_required == 1
+        and tables.to_nok(payment.amount, payment.currency) < exempt_below_nok
+    ):
+        return _payment_exempt(payment=payment, limit=exempt_below_nok, now=now)
     signed = set(payment.signatures.values_list("customer_id", flat=True))
     # The first signer is the PSU who initiated; a further signer is any other user of the agreement (the one
     # named by PSU-ID when the TPP sends the PSU-ID of someone who has not signed yet).
@@ -270,6 +280,39 @@ def payment_authorisation_start(
         sca_session=session,
         created_at=now,
     )
+
+
+def _payment_exempt(*, payment: Payment, limit: Decimal, now: dt.datetime) -> PaymentAuthorisation:
+    """No SCA for this payment: an exempted authorisation, the initiating PSU's signature, and PDNG."""
+    with transaction.atomic():
+        locked = Payment.objects.select_for_update().get(pk=payment.pk)
+        if locked.status != S.RCVD:
+            raise PaymentRefused(
+                409, "CONFLICT", f"The payment needs no further authorisation (transactionStatus {locked.status})."
+            )
+        authorisation = PaymentAuthorisation.objects.create(
+            authorisation_id=opaque_id("authorisation", secrets.token_hex(16)),
+            payment=payment,
+            sca_session=None,
+            exempted=True,
+            created_at=now,
+        )
+        PaymentSignature.objects.create(
+            payment=payment,
+            customer_id=payment.psu.customer_id,
+            psu=payment.psu,
+            authorisation=authorisation,
+            signed_at=now,
+        )
+        payment_move(
+            payment,
+            to=S.PDNG,
+            now=now,
+            reason=f"SCA exempted: below {limit} NOK (BANK_SIM_SCA_EXEMPT_BELOW)",
+            authorised_at=now,
+            next_batch_at=next_slot_after(now),
+        )
+    return authorisation
 
 
 def payment_sign(*, session: ScaSession, now: dt.datetime) -> PsuIdentity:
