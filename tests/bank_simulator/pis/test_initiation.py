@@ -478,3 +478,23 @@ def test_optional_headers_with_a_stated_form(payer, main_account, header, bad, g
     refused = initiate(payer, body(main_account), headers={header: bad})
     assert refused.status_code == 400 and paths_of(refused) == [header]
     assert initiate(payer, body(main_account), headers={header: good}).status_code == 201
+
+
+def test_execution_date_more_than_a_year_ahead_is_execution_date_invalid(payer, main_account):
+    """The clock is pinned at 2030-01-07: 2031-01-07 is the latest execution date."""
+    later = initiate(payer, body(main_account, requestedExecutionDate="2031-01-08"))
+    assert later.status_code == 400
+    assert error_code(later) == "EXECUTION_DATE_INVALID"
+    assert paths_of(later) == ["requestedExecutionDate"]
+    assert "more than a year ahead" in error_text(later) and "2031-01-07" in error_text(later)
+    latest = initiate(payer, body(main_account, requestedExecutionDate="2031-01-07"))
+    assert latest.status_code == 201, latest.content
+
+
+def test_the_latest_execution_date_of_a_29_february():
+    import datetime as dt
+
+    from bank_simulator.pis.validation import latest_execution_date
+
+    assert latest_execution_date(dt.date(2028, 2, 29)) == dt.date(2029, 2, 28)
+    assert latest_execution_date(dt.date(2030, 1, 7)) == dt.date(2031, 1, 7)
