@@ -61,6 +61,10 @@ class ConsentPurpose:
         unknown = [c for c in chosen if c not in offered]
         if unknown:
             raise PurposeInputError("An account that was not offered was selected.")
+        if not chosen:
+            raise PurposeInputError(
+                "Choose at least one account to share, or cancel if you do not want to share any."
+            )
         psu = services.psu_identity_get_or_create(
             tpp_org_id=session.tpp_org_id, customer=session.customer, now=now
         )

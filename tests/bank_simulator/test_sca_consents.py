@@ -372,3 +372,26 @@ def test_a_bank_that_does_not_offer_consent_deletion_answers_405(private_bank, s
     assert response["Allow"] == "POST"
     assert Consent.objects.get().status == ConsentStatus.VALID
     assert private_bank.get("/v1/accounts").status_code == 200
+
+
+def test_a_consent_without_any_account_is_refused_at_the_screen(bank):
+    href = _start(bank)
+    browser = Client()
+    path = sca_path(href)
+    browser.post(path, {"identity": PRIVATE_1, "action": "identify"})
+    page = browser.post(
+        path, {"agreement": form_agreements(browser.get(path).content.decode())[0], "action": "context"}
+    )
+    offered = form_accounts(page.content.decode())
+    refused = browser.post(path, {"action": "approve"})  # no account ticked
+    assert refused.status_code == 400
+    html = refused.content.decode()
+    assert "Choose at least one account to share" in html
+    assert 'name="account"' in html  # the same screen, to tick one or cancel
+    assert not Consent.objects.exists()
+    session = ScaSession.objects.get(token=href.split("state=")[1].split("&")[0])
+    assert session.status == "contextChosen" and session.psu is None
+    # Ticking one now gives the consent.
+    params = redirect_params(browser.post(path, {"account": [next(iter(offered))], "action": "approve"}))
+    bank.psu_id = params["psu-id"]
+    assert bank.get("/v1/accounts").status_code == 200
