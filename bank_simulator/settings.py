@@ -5,6 +5,7 @@ Read from the environment with django-environ; a malformed value stops start-up 
 
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -39,6 +40,24 @@ def _decimal(name: str) -> Decimal | None:
     if not value.is_finite() or value < 0:
         raise ImproperlyConfigured(f"{name}: expected an amount of zero or more, got {raw!r}")
     return value
+
+
+def _batch_times(name: str, default: str) -> tuple[dt.time, ...]:
+    raw = _read(name, default)
+    times = []
+    for part in raw.split(","):
+        try:
+            hours, minutes = part.strip().split(":")
+            if len(hours) != 2 or len(minutes) != 2:
+                raise ValueError
+            times.append(dt.time(int(hours), int(minutes)))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name}: expected comma-separated HH:MM times (UTC), got {raw!r}"
+            ) from None
+    if len(set(times)) != len(times):
+        raise ImproperlyConfigured(f"{name}: a time is given twice in {raw!r}")
+    return tuple(sorted(times))
 
 
 def _int(name: str, default: int, *, minimum: int = 0) -> int:
@@ -132,6 +151,13 @@ BANK_SIM_SCA_EXEMPT_BELOW = _decimal("BANK_SIM_SCA_EXEMPT_BELOW")
 # The initiation answer itself carries the scaRedirect (an authorisation started at once), instead of a
 # startAuthorisation link the TPP must POST to first.
 BANK_SIM_SCA_AT_INITIATION = _flag("BANK_SIM_SCA_AT_INITIATION", False)
+# The largest transactions page (limit) served; a larger limit is 400 FORMAT_ERROR. The default page is 200
+# (spec section 4 and 8), or this when it is smaller.
+BANK_SIM_MAX_PAGE = _int("BANK_SIM_MAX_PAGE", 1000, minimum=1)
+# Milliseconds added to every answer (the API and the SCA screens; not /healthz): a slower bank for tests.
+BANK_SIM_LATENCY_MS = _int("BANK_SIM_LATENCY_MS", 0)
+# The payment batches' times of day on the business clock, UTC, comma-separated HH:MM (spec 8: five a day).
+BANK_SIM_BATCH_TIMES = _batch_times("BANK_SIM_BATCH_TIMES", "05:00,08:00,11:00,13:00,15:00")
 # How long a started SCA redirect stays usable before it fails with SCA_EXPIRED, in seconds.
 BANK_SIM_SCA_TTL = _int("BANK_SIM_SCA_TTL", 900, minimum=1)
 # Response signing with the bank's seal (spec 5.2 "responses may be signed"). Both files or neither.
@@ -153,6 +179,7 @@ INSTALLED_APPS = [
     "bank_simulator.pis",
 ]
 MIDDLEWARE = [
+    "bank_simulator.middleware.LatencyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",

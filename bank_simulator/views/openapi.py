@@ -270,7 +270,13 @@ def build(base_url: str) -> dict[str, Any]:
         ),
         _query("dateFrom", "first booking date", type="string", format="date"),
         _query("dateTo", "last booking date", type="string", format="date"),
-        _query("limit", "page size (default 200)", type="integer", minimum=1, maximum=1000),
+        _query(
+            "limit",
+            "page size (default 200)",
+            type="integer",
+            minimum=1,
+            maximum=settings.BANK_SIM_MAX_PAGE,
+        ),
         _query("offset", "items to skip", type="integer", minimum=0),
     ]
     sandbox_headers = [*SIGNING, DIGEST]

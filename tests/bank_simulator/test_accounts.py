@@ -355,3 +355,29 @@ def test_the_unattended_window_is_24_hours(private_bank):
     assert private_bank.get(href).status_code == 429  # 23 h 58 min later: the four are still in the window
     private_bank.post("/v1/sandbox/clock", json.dumps({"advanceSeconds": 121}))
     assert private_bank.get(href).status_code == 200
+
+
+def test_the_largest_page_is_a_setting(private_bank, settings):
+    account = _main(private_bank)
+    base = f"{account['_links']['self']['href']}/transactions"
+    assert private_bank.get(f"{base}?limit=1000").status_code == 200  # the default largest page
+    too_big = private_bank.get(f"{base}?limit=1001")
+    assert too_big.status_code == 400 and too_big.json()["tppMessages"][0]["path"] == "limit"
+    settings.BANK_SIM_MAX_PAGE = 50
+    refused = private_bank.get(f"{base}?limit=51")
+    assert refused.status_code == 400 and error_code(refused) == "FORMAT_ERROR"
+    assert "from 1 to 50" in refused.json()["tppMessages"][0]["text"]
+    lists = _transactions(private_bank, account, "?limit=50")["transactions"]
+    assert len(lists["booked"]) + len(lists["pending"]) == 50
+    # Without limit the page is 200, or the largest page when that is smaller; the links say which.
+    lists = _transactions(private_bank, account)["transactions"]
+    assert len(lists["booked"]) + len(lists["pending"]) == 50
+    assert "limit=50" in lists["_links"]["next"]["href"]
+
+
+def test_openapi_states_the_largest_page(client, settings):
+    settings.BANK_SIM_MAX_PAGE = 300
+    document = client.get("/openapi.json").json()
+    parameters = document["paths"]["/v1/accounts/{resourceId}/transactions"]["get"]["parameters"]
+    (limit,) = [p for p in parameters if p["name"] == "limit"]
+    assert limit["schema"]["maximum"] == 300

@@ -342,3 +342,25 @@ def test_a_reset_keeps_the_known_customers_identifiers_and_is_idempotent(bank):
     assert give_consent(bank, PRIVATE_1).params["psu-id"] == private["psu-id"]
     again = give_consent(company, CORPORATE_1).params
     assert (again["psu-id"], again["psu-corporate-id"]) == (corporate["psu-id"], corporate["psu-corporate-id"])
+
+
+def test_latency_is_added_to_every_answer_but_the_health_check(bank, settings, monkeypatch):
+    import time
+
+    from bank_simulator import middleware
+
+    slept: list[float] = []
+    monkeypatch.setattr(middleware.time, "sleep", slept.append)
+    assert bank.get("/v1/sandbox/customers").status_code == 200
+    assert slept == []  # default 0: no wait
+    settings.BANK_SIM_LATENCY_MS = 150
+    assert bank.get("/v1/sandbox/customers").status_code == 200
+    href = bank.post("/v1/bank-offered-consents", "{}").json()["_links"]["scaRedirect"]["href"]
+    assert slept == [0.15, 0.15]
+    assert Client().get(sca_path(href)).status_code == 200  # the SCA screens too
+    assert Client().get("/healthz").status_code == 200
+    assert slept == [0.15, 0.15, 0.15]
+    monkeypatch.undo()  # the real sleep again
+    started = time.monotonic()
+    assert bank.get("/v1/sandbox/customers").status_code == 200
+    assert time.monotonic() - started >= 0.15
