@@ -196,8 +196,11 @@ TEMPLATES = [
 ]
 USE_TZ = True
 TIME_ZONE = "Europe/Oslo"
+# The SCA screens in English or Norwegian bokmål (views.sca.screen_language); the API answers in English.
 LANGUAGE_CODE = "en"
-USE_I18N = False
+LANGUAGES = [("en", "English"), ("nb", "Norsk bokmål")]
+LOCALE_PATHS = [BASE_DIR / "bank_simulator" / "locale"]
+USE_I18N = True
 STATIC_URL = "static/"
 
 LOGGING = {

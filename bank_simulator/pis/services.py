@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from bank_simulator import services as bank_services
 from bank_simulator.identifiers import opaque_id
@@ -320,12 +321,14 @@ def payment_sign(*, session: ScaSession, now: dt.datetime) -> PsuIdentity:
     assert session.customer is not None and session.agreement is not None
     authorisation = PaymentAuthorisation.objects.get(sca_session=session)
     payment = Payment.objects.select_for_update().select_related("agreement").get(pk=authorisation.payment_id)
-    if payment.status not in (S.RCVD, S.PATC):
-        raise DomainError(f"The payment is no longer waiting for approval (status {payment.status}).")
+    if payment.status not in (S.RCVD, S.PATC):  # the messages are shown on the SCA screen: translated
+        raise DomainError(
+            _("The payment is no longer waiting for approval (status %(status)s).") % {"status": payment.status}
+        )
     if session.agreement_id != payment.agreement_id:
         raise DomainError(
-            f"This payment was made in the context {payment.agreement.context} ({payment.agreement.name}); "
-            "cancel and choose that context."
+            _("This payment was made in the context %(context)s (%(agreement)s); cancel and choose that context.")
+            % {"context": payment.agreement.context, "agreement": payment.agreement.name}
         )
     psu = bank_services.psu_identity_get_or_create(
         tpp_org_id=session.tpp_org_id, customer=session.customer, now=now
@@ -337,7 +340,7 @@ def payment_sign(*, session: ScaSession, now: dt.datetime) -> PsuIdentity:
             )
     except IntegrityError:
         raise DomainError(
-            "You have already approved this payment; another person authorised for the agreement must sign."
+            _("You have already approved this payment; another person authorised for the agreement must sign.")
         ) from None
     signed = payment.signatures.count()
     if signed >= payment.signers_required:

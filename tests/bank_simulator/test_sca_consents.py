@@ -132,7 +132,7 @@ def test_a_finished_sca_cannot_be_used_again(bank):
     run_sca(Client(), href, PRIVATE_1)
     again = Client().get(sca_path(href))
     assert again.status_code == 409
-    assert "already been completed" in again.content.decode()
+    assert "You have already approved this" in again.content.decode()
     posted = Client().post(sca_path(href), {"identity": PRIVATE_1, "action": "identify"})
     assert posted.status_code == 409
     assert Consent.objects.count() == 1
