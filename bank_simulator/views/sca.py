@@ -43,7 +43,7 @@ _NORWEGIAN = frozenset({"nb", "no", "nn"})
 
 
 def screen_language(request: HttpRequest) -> str:
-    """ "nb" when the browser's Accept-Language prefers a Norwegian language to English, else "en".
+    """The screens' language: nb when the browser's Accept-Language prefers a Norwegian one to English, else en.
 
     Django alone maps "no" (the code many browsers send for Norwegian) to nothing, hence this reading.
     """
