@@ -178,6 +178,7 @@ def client_config() -> ClientConfig:
             tls_client_key=optional(settings.BANK_TLS_CLIENT_KEY),
             response_certificate=response_certificate,
             timeout=settings.BANK_TIMEOUT,
+            max_response_bytes=settings.BANK_MAX_RESPONSE_BYTES,
             accept_fix=tuple(settings.BANK_ACCEPT_FIX),
             sign_request_target=settings.BANK_SIGN_REQUEST_TARGET,
         )

@@ -298,6 +298,12 @@ BANK_RESPONSE_CERT = env.path(
     "BANK_RESPONSE_CERT", None, help="PEM of the bank's seal; signed responses are verified against it"
 )
 BANK_TIMEOUT = env.float("BANK_TIMEOUT", 20.0, help="seconds to wait for the bank (connect and read)")
+BANK_MAX_RESPONSE_BYTES = env.int(
+    "BANK_MAX_RESPONSE_BYTES",
+    10 * 1024 * 1024,
+    minimum=1,
+    help="bytes of an answer the bank client reads at most; a longer answer is refused, not read",
+)
 BANK_ACCEPT_FIX = env.list(
     "BANK_ACCEPT_FIX",
     [

@@ -34,6 +34,7 @@ from xs2a.audit import AuditHook, AuditRecord, message_fields, redact_headers
 from xs2a.errors import (
     OutcomeUnknownError,
     ResponseSignatureError,
+    ResponseTooLargeError,
     TransportError,
     UnexpectedResponseError,
     Xs2aError,
@@ -49,6 +50,7 @@ from xs2a.transport import build_session, build_ssl_context
 __all__ = [
     "CROSS_BORDER",
     "DEFAULT_ACCEPT_FIX",
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "DOMESTIC",
     "BankResponse",
     "ClientConfig",
@@ -68,6 +70,8 @@ DEFAULT_ACCEPT_FIX: tuple[str, ...] = (
     "longer-names",
     "cash-account-type-iso",
 )
+#: The longest answer the client reads: the bank's largest answers (a page of transactions) are far smaller.
+DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 BOOKING_STATUSES = frozenset({"booked", "pending", "both", "all", "information"})
 
 T = TypeVar("T")
@@ -114,6 +118,7 @@ class ClientConfig:
     pool_maxsize: int = 10
     user_agent: str = "fjordpay-xs2a/0.1 (python-requests)"
     brand_logging_information: str | None = None  # TPP-Brand-Logging-Information
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES  # a longer answer is not read (ResponseTooLargeError)
 
     def __post_init__(self) -> None:
         timeouts = self.timeout if isinstance(self.timeout, tuple) else (self.timeout,)
@@ -122,6 +127,10 @@ class ClientConfig:
         redirect = urlsplit(self.redirect_uri)
         if redirect.scheme not in {"http", "https"} or not redirect.netloc:
             raise ValueError("ClientConfig.redirect_uri: an absolute http(s) address is required")
+        if isinstance(self.max_response_bytes, bool) or not isinstance(self.max_response_bytes, int):
+            raise ValueError("ClientConfig.max_response_bytes: a whole number of bytes is required")
+        if self.max_response_bytes < 1:
+            raise ValueError("ClientConfig.max_response_bytes: must be at least 1")
         for fix in self.accept_fix:
             if not fix or "," in fix or not fix.isprintable():
                 raise ValueError(f"ClientConfig.accept_fix: {fix!r} is not a fix name")
@@ -176,6 +185,41 @@ def _not_delivered(exc: BaseException) -> bool:
             stack.append(item.__cause__)
             stack.append(item.__context__)
     return False
+
+
+class _TooLarge(Exception):
+    """The body is longer than the cap: how much was read, and what Content-Length said."""
+
+    def __init__(self, received: int, declared: int | None) -> None:
+        super().__init__(received, declared)
+        self.received = received
+        self.declared = declared
+
+
+_CHUNK = 64 * 1024
+
+
+def _content_length(value: str | None) -> int | None:
+    if value is None:
+        return None
+    value = value.strip()
+    return int(value) if value.isascii() and value.isdigit() else None
+
+
+def _read_body(response: requests.Response, limit: int) -> bytes:
+    """The body of a streamed answer, read in chunks and never more than ``limit`` bytes (plus one chunk):
+    refused at once when Content-Length already says it is longer, else as soon as the count passes the cap."""
+    declared = _content_length(response.headers.get("Content-Length"))
+    if declared is not None and declared > limit:
+        raise _TooLarge(0, declared)
+    chunks: list[bytes] = []
+    received = 0
+    for chunk in response.iter_content(chunk_size=min(_CHUNK, limit + 1)):
+        received += len(chunk)
+        if received > limit:
+            raise _TooLarge(received, declared)
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 #: Characters outside the Basic Multilingual Plane (emoji and the like): the bank cannot process them.
@@ -322,9 +366,41 @@ class Xs2aClient:
             prepared = self._prepare(method, url, attempt_headers, payload)
             sent_headers = redact_headers(dict(prepared.headers))
             started = time.perf_counter()
+            response = None
             try:
-                response = self.session.send(prepared, timeout=self.config.timeout, allow_redirects=False)
-                received = response.content
+                response = self.session.send(
+                    prepared, timeout=self.config.timeout, allow_redirects=False, stream=True
+                )
+                received = _read_body(response, self.config.max_response_bytes)
+            except _TooLarge as exc:
+                assert response is not None
+                response.close()  # the rest is never read: the connection is dropped, not reused
+                error = ResponseTooLargeError(
+                    f"the bank's answer is longer than {self.config.max_response_bytes} bytes; not read",
+                    limit=self.config.max_response_bytes,
+                    received=exc.received,
+                    declared=exc.declared,
+                    status=response.status_code,
+                    request_id=request_id,
+                    method=method,
+                    endpoint=endpoint,
+                )
+                self._audit(
+                    started_at=started_at,
+                    method=method,
+                    endpoint=endpoint,
+                    request_id=request_id,
+                    attempt=attempt,
+                    status=response.status_code,
+                    duration_ms=(time.perf_counter() - started) * 1000,
+                    psu=psu,
+                    bytes_sent=len(payload or b""),
+                    bytes_received=exc.received,
+                    error=type(error).__name__,
+                    request_headers=sent_headers,
+                    response_headers=redact_headers(dict(response.headers)),
+                )
+                raise error from None
             except requests.exceptions.RequestException as exc:
                 duration = (time.perf_counter() - started) * 1000
                 error = self._transport_error(exc, method=method, endpoint=endpoint, request_id=request_id)

@@ -9,6 +9,7 @@ scaRedirect link when the bank gave one. Subclasses exist for what a caller acts
     │   └── OutcomeUnknownError     a non-idempotent request (payment initiation) may or may not have arrived
     ├── ResponseSignatureError      the bank's response Signature does not verify
     ├── UnexpectedResponseError     a success response the client cannot read (not JSON, wrong shape)
+    │   └── ResponseTooLargeError   the answer is longer than the client's cap (ClientConfig.max_response_bytes)
     ├── ClientError                 4xx
     │   ├── ScaRequiredError        the body carries a scaRedirect link: send the PSU there
     │   ├── ConsentError            ├─ ConsentInvalidError, ConsentExpiredError, ConsentUnknownError
@@ -42,6 +43,7 @@ __all__ = [
     "PaymentFailedError",
     "ResourceUnknownError",
     "ResponseSignatureError",
+    "ResponseTooLargeError",
     "ScaRequiredError",
     "ServerError",
     "SignatureRejectedError",
@@ -158,6 +160,21 @@ class ResponseSignatureError(Xs2aError):
 
 class UnexpectedResponseError(Xs2aError):
     """A success response that cannot be read: not JSON, or not the shape of the operation."""
+
+
+class ResponseTooLargeError(UnexpectedResponseError):
+    """The answer's body is longer than the client reads (``ClientConfig.max_response_bytes``).
+
+    The client stops reading at the cap (or at once, when Content-Length already says so) and closes the
+    connection, so a runaway answer never fills the memory. ``limit`` is the cap, ``received`` the bytes read
+    before stopping and ``declared`` the Content-Length, when the bank sent one.
+    """
+
+    def __init__(self, message: str, *, limit: int, received: int, declared: int | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.limit = limit
+        self.received = received
+        self.declared = declared
 
 
 class ClientError(Xs2aError):
