@@ -32,6 +32,9 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from xs2a import models
 from xs2a.audit import AuditHook, AuditRecord, message_fields, redact_headers
 from xs2a.errors import (
+    ConfigurationError,
+    InvalidRequestError,
+    LinkError,
     OutcomeUnknownError,
     ResponseSignatureError,
     ResponseTooLargeError,
@@ -39,6 +42,7 @@ from xs2a.errors import (
     UnexpectedResponseError,
     Xs2aError,
     error_from_response,
+    load_json,
     parse_retry_after,
     parse_tpp_messages,
 )
@@ -90,9 +94,9 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
-            raise ValueError("RetryPolicy.max_attempts must be at least 1")
+            raise ConfigurationError("RetryPolicy.max_attempts must be at least 1")
         if self.retry_methods - {"GET", "HEAD", "OPTIONS"}:
-            raise ValueError("only safe methods (GET, HEAD, OPTIONS) may be retried")
+            raise ConfigurationError("only safe methods (GET, HEAD, OPTIONS) may be retried")
 
     def backoff(self, attempt: int, rng: Callable[[], float]) -> float:
         """Full jitter: uniform in [0, min(max, base * 2**(attempt-1))]."""
@@ -123,17 +127,17 @@ class ClientConfig:
     def __post_init__(self) -> None:
         timeouts = self.timeout if isinstance(self.timeout, tuple) else (self.timeout,)
         if not timeouts or any(t is None or t <= 0 for t in timeouts):
-            raise ValueError("ClientConfig.timeout: a positive number of seconds is required")
+            raise ConfigurationError("ClientConfig.timeout: a positive number of seconds is required")
         redirect = urlsplit(self.redirect_uri)
         if redirect.scheme not in {"http", "https"} or not redirect.netloc:
-            raise ValueError("ClientConfig.redirect_uri: an absolute http(s) address is required")
+            raise ConfigurationError("ClientConfig.redirect_uri: an absolute http(s) address is required")
         if isinstance(self.max_response_bytes, bool) or not isinstance(self.max_response_bytes, int):
-            raise ValueError("ClientConfig.max_response_bytes: a whole number of bytes is required")
+            raise ConfigurationError("ClientConfig.max_response_bytes: a whole number of bytes is required")
         if self.max_response_bytes < 1:
-            raise ValueError("ClientConfig.max_response_bytes: must be at least 1")
+            raise ConfigurationError("ClientConfig.max_response_bytes: must be at least 1")
         for fix in self.accept_fix:
             if not fix or "," in fix or not fix.isprintable():
-                raise ValueError(f"ClientConfig.accept_fix: {fix!r} is not a fix name")
+                raise ConfigurationError(f"ClientConfig.accept_fix: {fix!r} is not a fix name")
 
 
 @dataclass(frozen=True)
@@ -154,8 +158,8 @@ class BankResponse:
         if not self.body:
             return None
         try:
-            return json.loads(self.body.decode("utf-8"), parse_float=Decimal)
-        except (UnicodeDecodeError, ValueError):
+            return load_json(self.body)
+        except (ValueError, RecursionError):
             raise UnexpectedResponseError(
                 "the bank's answer is not JSON",
                 status=self.status,
@@ -234,13 +238,15 @@ def _encode_json(data: Any) -> bytes:
             return models.decimal_text(value)
         if isinstance(value, date):
             return value.isoformat()
-        raise TypeError(f"cannot send a {type(value).__name__} to the bank")
+        raise InvalidRequestError(f"cannot send a {type(value).__name__} to the bank")
 
     def check(value: Any) -> None:
         if isinstance(value, float):
-            raise TypeError("a float cannot be sent to the bank: use Decimal (or a string) for amounts")
+            raise InvalidRequestError("a float cannot be sent to the bank: use Decimal (or a string) for amounts")
         if isinstance(value, str) and (bad := _OUTSIDE_BMP.search(value)):
-            raise ValueError(f"the bank cannot process the character U+{ord(bad.group()):04X} (spec section 1)")
+            raise InvalidRequestError(
+                f"the bank cannot process the character U+{ord(bad.group()):04X} (spec section 1)"
+            )
         if isinstance(value, Mapping):
             for k, v in value.items():
                 check(k)
@@ -249,8 +255,13 @@ def _encode_json(data: Any) -> bytes:
             for v in value:
                 check(v)
 
-    check(data)
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=default).encode("utf-8")
+    try:
+        check(data)
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=default).encode("utf-8")
+    except InvalidRequestError:
+        raise
+    except (TypeError, ValueError, RecursionError) as exc:  # a non-finite Decimal, a circular structure
+        raise InvalidRequestError(f"the request body cannot be sent as JSON: {exc}") from None
 
 
 def _bool(value: bool) -> str:
@@ -332,13 +343,13 @@ class Xs2aClient:
         """
         method = method.upper()
         if (path is None) == (href is None):
-            raise ValueError("give either an API path or a link href")
+            raise InvalidRequestError("give either an API path or a link href")
         if href is not None and query:
-            raise ValueError("a link carries its own query")
+            raise InvalidRequestError("a link carries its own query")
         url = self.base.url(path, dict(query or {})) if path is not None else self.base.resolve(href or "")
         endpoint = endpoint or template_for(self.base.api_path(url))
         if json_body is not None and body is not None:
-            raise ValueError("give json_body or body, not both")
+            raise InvalidRequestError("give json_body or body, not both")
         payload = _encode_json(json_body) if json_body is not None else body
         if payload is None and method in {"POST", "PUT", "PATCH"}:
             payload = b""  # an empty body is still hashed: Digest is sent on every request that has one
@@ -451,8 +462,8 @@ class Xs2aClient:
             data = None
             if status >= 300 or received[:1] == b"{":
                 try:
-                    data = json.loads(received.decode("utf-8"), parse_float=Decimal) if received else None
-                except (UnicodeDecodeError, ValueError):
+                    data = load_json(received) if received else None
+                except (ValueError, RecursionError):
                     data = None
             codes, texts = message_fields(parse_tpp_messages(data), secrets)
             self._audit(
@@ -645,11 +656,13 @@ class Xs2aClient:
         A TPP-Session-ID is made when none is given; the response carries it and the X-Request-ID.
         """
         if product not in PRODUCTS:
-            raise ValueError(f"unknown payment product {product!r}; expected one of {', '.join(PRODUCTS)}")
+            raise InvalidRequestError(
+                f"unknown payment product {product!r}; expected one of {', '.join(PRODUCTS)}"
+            )
         if not psu.present:
-            raise ValueError("payment initiation needs the PSU present: PsuContext.ip_address (spec 4.1)")
+            raise InvalidRequestError("payment initiation needs the PSU present: PsuContext.ip_address (spec 4.1)")
         if not (psu.psu_id or psu.identity):
-            raise ValueError("payment initiation needs PSU-ID or X-PSU-IDENTITY (spec 4.1)")
+            raise InvalidRequestError("payment initiation needs PSU-ID or X-PSU-IDENTITY (spec 4.1)")
         body = payment.to_json() if isinstance(payment, models.PaymentInitiation) else dict(payment)
         tpp_session_id = tpp_session_id or psu.tpp_session_id or str(uuid.uuid4())
         request_id = request_id or str(uuid.uuid4())
@@ -676,7 +689,7 @@ class Xs2aClient:
         if href:
             return {"href": href}
         if not payment_id:
-            raise ValueError("give the link href or the payment id")
+            raise InvalidRequestError("give the link href or the payment id")
         return {
             "path": path_from_template(
                 "/v1/payments/{product}/{payment_id}", product=product, payment_id=payment_id
@@ -750,7 +763,7 @@ class Xs2aClient:
     def agreements(self, *, psu: PsuContext) -> list[models.Agreement]:
         """GET /v1/agreements: the corporate agreements of a known PSU."""
         if not psu.psu_id:
-            raise ValueError("listing agreements needs the PSU-ID")
+            raise InvalidRequestError("listing agreements needs the PSU-ID")
         return self._get(
             lambda d: models.read_list(d, "agreements", models.Agreement.from_json, "agreements"),
             "/v1/agreements",
@@ -799,7 +812,7 @@ class Xs2aClient:
         offset: int | None,
     ) -> dict[str, str]:
         if booking_status not in BOOKING_STATUSES:
-            raise ValueError(
+            raise InvalidRequestError(
                 f"bookingStatus {booking_status!r}: expected one of {', '.join(sorted(BOOKING_STATUSES))}"
             )
         query = {"bookingStatus": booking_status}
@@ -808,14 +821,14 @@ class Xs2aClient:
         if date_to is not None:
             query["dateTo"] = date_to.isoformat()
         if date_from and date_to and date_from > date_to:
-            raise ValueError("dateFrom is after dateTo")
+            raise InvalidRequestError("dateFrom is after dateTo")
         if limit is not None:
             if limit < 1:
-                raise ValueError("limit must be positive")
+                raise InvalidRequestError("limit must be positive")
             query["limit"] = str(limit)
         if offset is not None:
             if offset < 0:
-                raise ValueError("offset must not be negative")
+                raise InvalidRequestError("offset must not be negative")
             query["offset"] = str(offset)
         return query
 
@@ -835,7 +848,7 @@ class Xs2aClient:
         if href:
             return self._read(self.request("GET", href=href, psu=psu), models.TransactionList.from_json)
         if not account_id:
-            raise ValueError("give the account id or a page link")
+            raise InvalidRequestError("give the account id or a page link")
         path = path_from_template("/v1/accounts/{account_id}/transactions", account_id=account_id)
         query = self._transactions_query(booking_status, date_from, date_to, limit, offset)
         return self._get(models.TransactionList.from_json, path, query=query, psu=psu)
@@ -917,15 +930,12 @@ class Xs2aClient:
                     f"{key}: expected a JSON object", status=response.status, request_id=response.request_id
                 )
             pages.append(data)
-            inner = data.get(key) if isinstance(data.get(key), dict) else {}
-            links = {**(data.get("_links") or {}), **(inner.get("_links") or {})}
-            nxt = links.get("next")
-            href = nxt.get("href") if isinstance(nxt, dict) else nxt
-            if not href:
+            href = _next_href(data, key)
+            if href is None or href == "":
                 return pages
             absolute = self.base.resolve(href)
             if absolute in seen or absolute == response.url:
-                raise UnexpectedResponseError(f"{key}: the next link repeats an earlier page ({href})")
+                raise LinkError(f"{key}: the next link repeats an earlier page ({href})")
             if len(pages) >= max_pages:
                 raise UnexpectedResponseError(f"{key}: more than {max_pages} pages; refusing to read on")
             seen.add(absolute)
@@ -1023,6 +1033,17 @@ class Xs2aClient:
                 else models.Transaction.from_json(d)
             ),
         )
+
+
+def _next_href(data: Mapping[str, Any], key: str) -> Any:
+    """The href of a page's ``next`` link (in ``_links`` of the answer or of its ``key`` object; the inner one
+    wins), None when there is none. Not checked here: ``BaseUrl.resolve`` refuses what is not a link."""
+    found = None
+    for holder in (data, data.get(key)):
+        links = holder.get("_links") if isinstance(holder, Mapping) else None
+        if isinstance(links, Mapping) and links.get("next") is not None:
+            found = links["next"]
+    return found.get("href") if isinstance(found, Mapping) else found
 
 
 def _with(record: T, **changes: Any) -> T:

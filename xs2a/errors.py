@@ -2,14 +2,20 @@
 
 Every bank error is an ``Xs2aError`` carrying the HTTP status (None when no response came), the tppMessages
 (category, code, path, text), the X-Request-ID of the call, the method and endpoint (path template), and the
-scaRedirect link when the bank gave one. Subclasses exist for what a caller acts on::
+scaRedirect link when the bank gave one. Nothing else leaves the client: a malformed answer, a link to another
+host, a broken connection or an argument refused before sending are all an ``Xs2aError`` (the last two kinds
+are ``ValueError`` too, for callers that check their input that way). Subclasses exist for what a caller acts
+on::
 
     Xs2aError
+    ├── ConfigurationError          the client cannot be built as configured (also a ValueError)
+    ├── InvalidRequestError         the client refused to send: an argument is invalid (also a ValueError)
     ├── TransportError              no response (connection refused, TLS refused, timeout on a safe request)
     │   └── OutcomeUnknownError     a non-idempotent request (payment initiation) may or may not have arrived
     ├── ResponseSignatureError      the bank's response Signature does not verify
     ├── UnexpectedResponseError     a success response the client cannot read (not JSON, wrong shape)
-    │   └── ResponseTooLargeError   the answer is longer than the client's cap (ClientConfig.max_response_bytes)
+    │   ├── ResponseTooLargeError   the answer is longer than the client's cap (ClientConfig.max_response_bytes)
+    │   └── LinkError               a link of the bank's that the client will not follow (another host, no href)
     ├── ClientError                 4xx
     │   ├── ScaRequiredError        the body carries a scaRedirect link: send the PSU there
     │   ├── ConsentError            ├─ ConsentInvalidError, ConsentExpiredError, ConsentUnknownError
@@ -34,11 +40,14 @@ from typing import Any
 __all__ = [
     "AccessExceededError",
     "ClientError",
+    "ConfigurationError",
     "ConsentError",
     "ConsentExpiredError",
     "ConsentInvalidError",
     "ConsentUnknownError",
     "FormatError",
+    "InvalidRequestError",
+    "LinkError",
     "OutcomeUnknownError",
     "PaymentFailedError",
     "ResourceUnknownError",
@@ -52,6 +61,7 @@ __all__ = [
     "UnexpectedResponseError",
     "Xs2aError",
     "error_from_response",
+    "load_json",
     "parse_retry_after",
     "parse_tpp_messages",
 ]
@@ -143,6 +153,16 @@ class Xs2aError(Exception):
         return " | ".join(parts)
 
 
+class ConfigurationError(Xs2aError, ValueError):
+    """The client cannot be built as configured (a setting out of range, a key that does not fit its
+    certificate, an unreadable file). Raised when the client is made, never during a call."""
+
+
+class InvalidRequestError(Xs2aError, ValueError):
+    """The client refused to send the request: an argument is invalid (a float amount, an empty id, a character
+    the bank cannot process, a PSU header value). Nothing was sent."""
+
+
 class TransportError(Xs2aError):
     """No HTTP response: the connection or the TLS handshake failed, or a safe request timed out."""
 
@@ -175,6 +195,11 @@ class ResponseTooLargeError(UnexpectedResponseError):
         self.limit = limit
         self.received = received
         self.declared = declared
+
+
+class LinkError(UnexpectedResponseError):
+    """A link of the bank's (``_links``) that the client will not follow: it points at another host (a signed
+    request never leaves for another address), has no href, or is not a link at all. Nothing was sent."""
 
 
 class ClientError(Xs2aError):
@@ -298,9 +323,21 @@ def _decode(body: bytes | str | Mapping[str, Any] | None) -> Any:
         except UnicodeDecodeError:
             return None
     try:
-        return json.loads(body, parse_float=Decimal)
+        return load_json(body)
     except (ValueError, RecursionError):
         return None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (RFC 8259)")
+
+
+def load_json(text: str | bytes) -> Any:
+    """The bank's JSON: numbers with a fraction as Decimal (never float); NaN and Infinity refused (not JSON).
+    Raises ValueError (UnicodeDecodeError included) or RecursionError (nesting too deep)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    return json.loads(text, parse_float=Decimal, parse_constant=_no_constant)
 
 
 def parse_tpp_messages(data: Any) -> tuple[TppMessage, ...]:

@@ -32,6 +32,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from xs2a.errors import ConfigurationError, InvalidRequestError
+
 __all__ = [
     "ALGORITHM",
     "DIGEST_ALGORITHMS",
@@ -282,9 +284,9 @@ def _lower(headers: Mapping[str, str]) -> dict[str, str]:
     lowered: dict[str, str] = {}
     for name, value in headers.items():
         if not isinstance(value, str):
-            raise TypeError(f"header {name}: a str value is expected, got {type(value).__name__}")
+            raise InvalidRequestError(f"header {name}: a str value is expected, got {type(value).__name__}")
         if "\n" in value or "\r" in value:
-            raise ValueError(f"header {name}: a value must not contain a line break")
+            raise InvalidRequestError(f"header {name}: a value must not contain a line break")
         lowered[name.lower()] = value
     return lowered
 
@@ -303,7 +305,7 @@ def signing_string(header_names: Sequence[str], *, method: str, target: str, hea
             lines.append(f"{REQUEST_TARGET}: {method.lower()} {target}")
             continue
         if name not in lowered:
-            raise ValueError(f"header {name} is to be signed but is absent")
+            raise InvalidRequestError(f"header {name} is to be signed but is absent")
         lines.append(f"{name}: {lowered[name]}")
     return "\n".join(lines)
 
@@ -358,15 +360,23 @@ class RequestSigner:
         sign_request_target: bool = False,
     ) -> None:
         if not isinstance(key, rsa.RSAPrivateKey):
-            raise TypeError("an RSA private key is required (algorithm rsa-sha256)")
+            raise ConfigurationError("an RSA private key is required (algorithm rsa-sha256)")
         if key.public_key().public_numbers() != certificate.public_key().public_numbers():
-            raise ValueError("the signing key does not belong to the signing certificate")
-        digest_header(b"", digest_algorithm)  # refuses an unsupported algorithm now, not on the first request
+            raise ConfigurationError("the signing key does not belong to the signing certificate")
+        if digest_algorithm.upper() not in DIGEST_ALGORITHMS:
+            raise ConfigurationError(
+                f"digest algorithm {digest_algorithm!r} is not supported (SHA-256 or SHA-512)"
+            )
+        try:
+            self.key_id = key_id(certificate)
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"the signing certificate's issuer cannot be written (RFC 2253): {exc}"
+            ) from None
         self.key = key
         self.certificate = certificate
         self.digest_algorithm = digest_algorithm.upper()
         self.sign_request_target = sign_request_target
-        self.key_id = key_id(certificate)
         self.certificate_header = certificate_header(certificate)
 
     def sign(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> dict[str, str]:
@@ -464,12 +474,18 @@ def verify_signature(
     not match the body, or the signature does not verify.
     """
     params = parse_signature_header(signature_value)
-    expected_key_id = key_id(certificate)
+    try:
+        expected_key_id = key_id(certificate)
+    except ValueError as exc:
+        raise SignatureVerificationError(f"Signature: the configured certificate's issuer: {exc}") from None
     if params.key_id != expected_key_id:
         raise SignatureVerificationError(
             f"Signature: keyId {params.key_id!r} does not name the configured certificate {expected_key_id!r}"
         )
-    lowered = _lower(headers)
+    try:
+        lowered = _lower(headers)
+    except ValueError as exc:  # a header value of the message that no signing string can hold
+        raise SignatureVerificationError(f"Signature: {exc}") from None
     for name in required_headers:
         if name in lowered and name not in params.headers:
             raise SignatureVerificationError(f"Signature: the {name} header is present but not signed")

@@ -10,6 +10,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from tests.xs2a.server import Answer
 from xs2a.credentials import CredentialError, load_certificate, load_private_key
+from xs2a.errors import LinkError
 from xs2a.links import BaseUrl, path_from_template, quote_id, template_for
 from xs2a.psu import PsuContext
 
@@ -69,9 +70,9 @@ def test_links_resolve_against_a_base_with_a_path_prefix():
         "https://bank.example/api/v1/accounts/enc!!Z=/transactions?bookingStatus=both"
     )
     assert base.resolve("https://bank.example/api/v1/x") == "https://bank.example/api/v1/x"
-    with pytest.raises(ValueError, match="does not point at the bank"):
+    with pytest.raises(LinkError, match="does not point at the bank"):
         base.resolve("https://evil.example/api/v1/x")
-    with pytest.raises(ValueError, match="does not point at the bank"):
+    with pytest.raises(LinkError, match="does not point at the bank"):
         base.resolve("http://bank.example/api/v1/x")
     assert (
         base.url("/v1/accounts", {"withBalance": "false"})
