@@ -295,7 +295,7 @@ BANK_TLS_CLIENT_KEY = env.path("BANK_TLS_CLIENT_KEY", None, help="PEM of the QWA
 if bool(BANK_TLS_CLIENT_CERT) != bool(BANK_TLS_CLIENT_KEY):
     raise ImproperlyConfigured("BANK_TLS_CLIENT_KEY: BANK_TLS_CLIENT_CERT and BANK_TLS_CLIENT_KEY go together")
 BANK_RESPONSE_CERT = env.path(
-    "BANK_RESPONSE_CERT", None, help="PEM of the bank's seal; signed responses are verified against it"
+    "BANK_RESPONSE_CERT", None, help="PEM of the bank's seal; every answer must be signed with it"
 )
 BANK_TIMEOUT = env.float("BANK_TIMEOUT", 20.0, help="seconds to wait for the bank (connect and read)")
 BANK_MAX_RESPONSE_BYTES = env.int(

@@ -523,9 +523,11 @@ class Xs2aClient:
         self, response: requests.Response, body: bytes, method: str, target: str
     ) -> SignatureVerificationError | None:
         certificate = self.config.response_certificate
-        value = response.headers.get("Signature")
-        if certificate is None or not value:
+        if certificate is None:
             return None
+        value = response.headers.get("Signature")
+        if not value:  # with the bank's seal configured, an unsigned answer is no better than a badly signed one
+            return SignatureVerificationError("the answer carries no Signature header")
         try:
             verify_signature(
                 value, headers=response.headers, body=body, certificate=certificate, method=method, target=target

@@ -12,7 +12,7 @@ on::
     ├── InvalidRequestError         the client refused to send: an argument is invalid (also a ValueError)
     ├── TransportError              no response (connection refused, TLS refused, timeout on a safe request)
     │   └── OutcomeUnknownError     a non-idempotent request (payment initiation) may or may not have arrived
-    ├── ResponseSignatureError      the bank's response Signature does not verify
+    ├── ResponseSignatureError      the bank's answer is unsigned or its Signature does not verify
     ├── UnexpectedResponseError     a success response the client cannot read (not JSON, wrong shape)
     │   ├── ResponseTooLargeError   the answer is longer than the client's cap (ClientConfig.max_response_bytes)
     │   └── LinkError               a link of the bank's that the client will not follow (another host, no href)
@@ -175,7 +175,8 @@ class OutcomeUnknownError(TransportError):
 
 
 class ResponseSignatureError(Xs2aError):
-    """The bank's response carried a Signature that does not verify against the configured certificate."""
+    """With the bank's seal configured (``ClientConfig.response_certificate``), its answer carries no Signature
+    or one that does not verify against the seal. The answer is not used."""
 
 
 class UnexpectedResponseError(Xs2aError):

@@ -440,6 +440,31 @@ def test_signed_responses_are_verified_against_the_configured_bank_certificate(b
         other.users()
 
 
+def test_an_unsigned_answer_is_refused_when_the_banks_seal_is_configured(bank, make_client, test_pki):
+    records = []
+    client = make_client(
+        bank.base_url, audit_hook=records.append, response_certificate=test_pki.bank_seal.certificate
+    )
+    bank.add("GET", "/v1/users", Answer(200, {"_links": {}}))
+    bank.add("GET", "/v1/accounts", Answer(404, {"tppMessages": [{"category": "ERROR", "code": "NOT_FOUND"}]}))
+
+    with pytest.raises(errors.ResponseSignatureError, match="no Signature") as unsigned:
+        client.users()
+    with pytest.raises(errors.ResponseSignatureError, match="no Signature"):
+        client.accounts(psu=ABSENT)  # an unsigned refusal is not believed either
+
+    assert unsigned.value.status == 200 and unsigned.value.request_id == records[0].request_id
+    assert [(r.status, r.error) for r in records] == [
+        (200, "ResponseSignatureError"),
+        (404, "ResponseSignatureError"),
+    ]
+    # Without a configured seal, the same answers are read as they are.
+    plain = make_client(bank.base_url)
+    assert plain.users().links == {}
+    with pytest.raises(errors.ResourceUnknownError):
+        plain.accounts(psu=ABSENT)
+
+
 def test_base_address_with_a_path_prefix(test_pki, make_client):
     with LocalBank(prefix="/api/psd2") as bank:
         client = make_client(bank.base_url + "/")
