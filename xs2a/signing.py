@@ -6,6 +6,9 @@ QSealC, one line) and ``Signature``::
     keyId="SN=<upper-case hex serial>,CA=<issuer DN per RFC 2253>",algorithm="rsa-sha256",
     headers="date digest x-request-id ...",signature="<Base64 RSA-SHA256 over the UTF-8 signing string>"
 
+Each part is an HTTP quoted-string: a backslash or double quote in the value (an issuer DN that RFC 2253 escapes,
+``O=Tillitstjenester Vest\\, AS``) is written with a backslash before it (``\\\\`` and ``\\"``).
+
 The signed headers are those of ``date digest x-request-id psu-id psu-corporate-id tpp-redirect-uri`` present in
 the request, in that order, optionally preceded by ``(request-target)``. When the Signature value holds
 non-ASCII characters (a Norwegian letter in the issuer DN), it is sent RFC 2047 encoded as
@@ -49,12 +52,14 @@ __all__ = [
     "imf_fixdate",
     "key_id",
     "parse_signature_header",
+    "quoted_string",
     "rfc2253_name",
     "sign_request",
     "signature_for",
     "signature_header",
     "signed_header_names",
     "signing_string",
+    "unquote_string",
     "verify_digest",
     "verify_signature",
 ]
@@ -326,12 +331,28 @@ def signature_for(
     return _rsa_sha256(key, signing_string(header_names, method=method, target=target, headers=headers))
 
 
+def quoted_string(value: str) -> str:
+    """``value`` as an HTTP quoted-string (RFC 9110 5.6.4): in double quotes, with backslash and double quote
+    escaped by a backslash. An issuer DN that RFC 2253 escapes (``O=Tillitstjenester Vest\\, AS``) thus keeps
+    its backslash through the Signature header."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def unquote_string(value: str) -> str:
+    """The inverse of :func:`quoted_string` for the text between the quotes: ``\\x`` stands for ``x``."""
+    return _QUOTED_PAIR.sub(r"\1", value)
+
+
+_QUOTED_PAIR = re.compile(r"\\(.)", re.DOTALL)
+
+
 def signature_header(
     *, key_id: str, header_names: Sequence[str], signature: str, algorithm: str = ALGORITHM
 ) -> str:
-    """The Signature header value, RFC 2047 encoded when it holds non-ASCII characters."""
+    """The Signature header value (each part a quoted-string), RFC 2047 encoded when it holds non-ASCII."""
     names = " ".join(name.lower() for name in header_names)
-    return encode_rfc2047(f'keyId="{key_id}",algorithm="{algorithm}",headers="{names}",signature="{signature}"')
+    parts = {"keyId": key_id, "algorithm": algorithm, "headers": names, "signature": signature}
+    return encode_rfc2047(",".join(f"{name}={quoted_string(value)}" for name, value in parts.items()))
 
 
 def signed_header_names(headers: Mapping[str, str], *, sign_request_target: bool = False) -> list[str]:
@@ -425,11 +446,12 @@ class SignatureParameters:
     signature: bytes
 
 
-_PART = re.compile(r'\s*([A-Za-z]+)="([^"]*)"\s*(?:,|$)')
+_PART = re.compile(r'\s*([A-Za-z]+)="((?:[^"\\]|\\.)*)"\s*(?:,|$)', re.DOTALL)
 
 
 def parse_signature_header(value: str) -> SignatureParameters:
-    """Parse ``keyId``, ``algorithm``, ``headers`` and ``signature`` (after undoing RFC 2047)."""
+    """Parse ``keyId``, ``algorithm``, ``headers`` and ``signature`` (after undoing RFC 2047); each part is a
+    quoted-string, its backslash escapes undone."""
     text = decode_rfc2047(value)
     params: dict[str, str] = {}
     position = 0
@@ -439,7 +461,7 @@ def parse_signature_header(value: str) -> SignatureParameters:
             raise SignatureVerificationError('Signature: expected comma-separated key="value" parts')
         if match[1] in params:
             raise SignatureVerificationError(f"Signature: the part {match[1]} is given twice")
-        params[match[1]] = match[2]
+        params[match[1]] = unquote_string(match[2])
         position = match.end()
     for required in ("keyId", "signature"):
         if required not in params:

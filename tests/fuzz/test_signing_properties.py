@@ -216,6 +216,22 @@ def test_rfc2253_names_escape_losslessly(attributes, country):
     assert parse_rfc2253(text) == expected
 
 
+@FUZZ
+@given(
+    attributes=st.lists(st.tuples(st.sampled_from(sorted(SHORT_NAMES)), NAME_TEXT), min_size=1, max_size=4),
+    serial=st.integers(min_value=1, max_value=2**64),
+)
+@example(attributes=[("O", "Tillitstjenester Vest, AS")], serial=0x1F2E)
+@example(attributes=[("CN", 'a\\"b"\\'), ("O", "\\\\,")], serial=1)
+def test_a_key_id_of_any_issuer_round_trips_through_the_signature_header(attributes, serial):
+    issuer = x509.Name([x509.NameAttribute(SHORT_NAMES[k], v) for k, v in attributes])
+    key_id = f"SN={serial:X},CA={signing.rfc2253_name(issuer)}"
+    header = signing.signature_header(key_id=key_id, header_names=["date"], signature="AAAA")
+    plain = signing.decode_rfc2047(header)
+    assert plain.startswith(f"keyId={signing.quoted_string(key_id)},")
+    assert signing.parse_signature_header(header).key_id == key_id
+
+
 def test_an_organization_identifier_is_written_as_the_hex_of_its_encoding():
     name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_IDENTIFIER, "PSDNO-FSA-123456789")])
     text = signing.rfc2253_name(name)
