@@ -180,7 +180,6 @@ def client_config() -> ClientConfig:
             timeout=settings.BANK_TIMEOUT,
             max_response_bytes=settings.BANK_MAX_RESPONSE_BYTES,
             accept_fix=tuple(settings.BANK_ACCEPT_FIX),
-            sign_request_target=settings.BANK_SIGN_REQUEST_TARGET,
         )
     except ValueError as exc:
         raise ImproperlyConfigured(f"bank client: {exc}") from None

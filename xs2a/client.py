@@ -116,7 +116,6 @@ class ClientConfig:
     response_certificate: x509.Certificate | None = None  # the bank's seal: signed responses are verified
     timeout: float | tuple[float, float] = 20.0  # seconds (connect, read)
     accept_fix: tuple[str, ...] = DEFAULT_ACCEPT_FIX
-    sign_request_target: bool = False
     digest_algorithm: str = "SHA-256"
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     pool_maxsize: int = 10
@@ -286,7 +285,6 @@ class Xs2aClient:
             config.signing_key,
             config.signing_certificate,
             digest_algorithm=config.digest_algorithm,
-            sign_request_target=config.sign_request_target,
         )
         context = build_ssl_context(
             ca_bundle=config.ca_bundle,

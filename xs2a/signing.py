@@ -9,8 +9,9 @@ QSealC, one line) and ``Signature``::
 Each part is an HTTP quoted-string: a backslash or double quote in the value (an issuer DN that RFC 2253 escapes,
 ``O=Tillitstjenester Vest\\, AS``) is written with a backslash before it (``\\\\`` and ``\\"``).
 
-The signed headers are those of ``date digest x-request-id psu-id psu-corporate-id tpp-redirect-uri`` present in
-the request, in that order, optionally preceded by ``(request-target)``. When the Signature value holds
+The signed headers are ``(request-target)`` (method, path and query: a signature never covers another address)
+followed by those of ``date digest x-request-id psu-id psu-corporate-id tpp-redirect-uri`` present in the
+request, in that order: PSU-ID and PSU-Corporate-ID whenever they are sent. When the Signature value holds
 non-ASCII characters (a Norwegian letter in the issuer DN), it is sent RFC 2047 encoded as
 ``=?utf-8?B?<base64>?=``.
 
@@ -355,12 +356,10 @@ def signature_header(
     return encode_rfc2047(",".join(f"{name}={quoted_string(value)}" for name, value in parts.items()))
 
 
-def signed_header_names(headers: Mapping[str, str], *, sign_request_target: bool = False) -> list[str]:
-    """The signable headers present in ``headers``, in the bank's order, optionally after (request-target)."""
+def signed_header_names(headers: Mapping[str, str]) -> list[str]:
+    """``(request-target)``, then the signable headers present in ``headers``, in the bank's order."""
     present = {name.lower() for name in headers}
-    names = [REQUEST_TARGET] if sign_request_target else []
-    names += [name for name in SIGNABLE_HEADERS if name in present]
-    return names
+    return [REQUEST_TARGET, *(name for name in SIGNABLE_HEADERS if name in present)]
 
 
 _GENERATED = frozenset({"signature", "tpp-signature-certificate"})
@@ -378,7 +377,6 @@ class RequestSigner:
         certificate: x509.Certificate,
         *,
         digest_algorithm: str = "SHA-256",
-        sign_request_target: bool = False,
     ) -> None:
         if not isinstance(key, rsa.RSAPrivateKey):
             raise ConfigurationError("an RSA private key is required (algorithm rsa-sha256)")
@@ -397,7 +395,6 @@ class RequestSigner:
         self.key = key
         self.certificate = certificate
         self.digest_algorithm = digest_algorithm.upper()
-        self.sign_request_target = sign_request_target
         self.certificate_header = certificate_header(certificate)
 
     def sign(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> dict[str, str]:
@@ -406,7 +403,7 @@ class RequestSigner:
         if body is not None and "digest" not in present:
             out["Digest"] = digest_header(body, self.digest_algorithm)
         out["TPP-Signature-Certificate"] = self.certificate_header
-        names = signed_header_names(out, sign_request_target=self.sign_request_target)
+        names = signed_header_names(out)
         signature = signature_for(names, method=method, target=target, headers=out, key=self.key)
         out["Signature"] = signature_header(key_id=self.key_id, header_names=names, signature=signature)
         return out
@@ -421,7 +418,6 @@ def sign_request(
     certificate: x509.Certificate,
     *,
     digest_algorithm: str = "SHA-256",
-    sign_request_target: bool = False,
 ) -> dict[str, str]:
     """A new dict: ``headers`` plus Digest (when there is a body), TPP-Signature-Certificate and Signature.
 
@@ -429,10 +425,7 @@ def sign_request(
     ...; names are matched case-insensitively). ``target`` is the path and query as sent. A Digest already in
     ``headers`` is kept; any Signature or TPP-Signature-Certificate given is replaced.
     """
-    signer = RequestSigner(
-        key, certificate, digest_algorithm=digest_algorithm, sign_request_target=sign_request_target
-    )
-    return signer.sign(method, target, headers, body)
+    return RequestSigner(key, certificate, digest_algorithm=digest_algorithm).sign(method, target, headers, body)
 
 
 # --- verification (of the bank's signed responses) ----------------------------------------------------------

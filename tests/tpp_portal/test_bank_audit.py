@@ -39,7 +39,6 @@ def bank_settings(settings, tmp_path, local_bank):
     settings.PORTAL_BASE_URL = "https://portal.example"
     settings.BANK_ACCEPT_FIX = ["amount-as-string"]
     settings.BANK_TIMEOUT = 5.0
-    settings.BANK_SIGN_REQUEST_TARGET = True
     return tpp
 
 

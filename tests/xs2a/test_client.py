@@ -12,10 +12,9 @@ from decimal import Decimal
 import pytest
 
 from tests.xs2a.server import Answer, LocalBank, check_signature
-from xs2a import errors, models
+from xs2a import errors, models, signing
 from xs2a.client import DEFAULT_ACCEPT_FIX
 from xs2a.psu import PsuContext
-from xs2a.signing import sign_request
 
 PSU_ID = "5d1c3f53-0c3e-4c34-9b1b-5f5a8ac7c2a1"
 PRESENT = PsuContext(psu_id=PSU_ID, ip_address="198.51.100.7", user_agent="Firefox/140")
@@ -82,6 +81,7 @@ def test_payment_initiation_sends_a_signed_exact_body_with_every_required_header
     assert uuid.UUID(sent.headers["tpp-session-id"]) and uuid.UUID(sent.headers["x-request-id"])
     assert sent.headers["date"].endswith(" GMT")
     assert check_signature(sent, test_pki.tpp.certificate) == [
+        "(request-target)",
         "date",
         "digest",
         "x-request-id",
@@ -413,14 +413,20 @@ def test_a_success_answer_of_the_wrong_shape_is_an_error(bank, client):
 
 
 def _signed_answer(test_pki, body: dict, *, tamper: bool = False) -> Answer:
+    """An answer signed as the bank signs one: Date, Digest and X-Request-ID (no request target)."""
     data = json.dumps(body).encode()
-    headers = {"Date": "Mon, 02 Mar 2026 09:00:00 GMT", "X-Request-ID": "r-1"}
-    signed = sign_request("GET", "/", headers, data, test_pki.bank_seal.key, test_pki.bank_seal.certificate)
-    return Answer(
-        200,
-        (data + b" ") if tamper else data,
-        {k: v for k, v in signed.items() if k != "TPP-Signature-Certificate"},
+    headers = {
+        "Date": "Mon, 02 Mar 2026 09:00:00 GMT",
+        "X-Request-ID": "r-1",
+        "Digest": signing.digest_header(data),
+    }
+    names = ["date", "digest", "x-request-id"]
+    seal = test_pki.bank_seal
+    value = signing.signature_for(names, method="", target="", headers=headers, key=seal.key)
+    headers["Signature"] = signing.signature_header(
+        key_id=signing.key_id(seal.certificate), header_names=names, signature=value
     )
+    return Answer(200, (data + b" ") if tamper else data, headers)
 
 
 def test_signed_responses_are_verified_against_the_configured_bank_certificate(bank, make_client, test_pki):
