@@ -267,6 +267,16 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
+def _redirect_preferred(value: bool | None) -> dict[str, str]:
+    """TPP-Redirect-Preferred for an SCA-starting call: false asks for SCA in the bank's app; None: not sent
+    (PsuContext.redirect_preferred may still send it)."""
+    if value is None:
+        return {}
+    if not isinstance(value, bool):
+        raise InvalidRequestError("redirect_preferred: True, False or None is expected")
+    return {"TPP-Redirect-Preferred": _bool(value)}
+
+
 class Xs2aClient:
     """The portal's only door to the bank. One instance holds one pooled session; share it, close it at exit."""
 
@@ -669,9 +679,7 @@ class Xs2aClient:
         query = {}
         if allow_logical_duplicate is not None:
             query["allowLogicalDuplicate"] = _bool(allow_logical_duplicate)
-        headers = {}
-        if redirect_preferred is not None:
-            headers["TPP-Redirect-Preferred"] = _bool(redirect_preferred)
+        headers = _redirect_preferred(redirect_preferred)
         response = self.request(
             "POST",
             path_from_template("/v1/payments/{product}", product=product),
@@ -705,10 +713,12 @@ class Xs2aClient:
         product: str = CROSS_BORDER,
         psu: PsuContext | None = None,
         tpp_session_id: str | None = None,
+        redirect_preferred: bool | None = None,
     ) -> models.AuthorisationResponse:
         """POST (empty body) to the payment's startAuthorisation link; the answer holds the scaRedirect."""
         target = self._payment_href(href, product, payment_id, "/authorisations")
-        response = self.request("POST", psu=psu, tpp_session_id=tpp_session_id, **target)
+        headers = _redirect_preferred(redirect_preferred)
+        response = self.request("POST", psu=psu, tpp_session_id=tpp_session_id, headers=headers, **target)
         return self._read(response, models.AuthorisationResponse.from_json)
 
     def payment_status(
@@ -749,7 +759,11 @@ class Xs2aClient:
     # --- PSU identification and consent -------------------------------------------------------------------
 
     def users(
-        self, *, psu: PsuContext | None = None, tpp_session_id: str | None = None
+        self,
+        *,
+        psu: PsuContext | None = None,
+        tpp_session_id: str | None = None,
+        redirect_preferred: bool | None = None,
     ) -> models.RedirectResponse:
         """GET /v1/users: starts SCA for a PISP without a PSU-ID; answers with a scaRedirect link.
 
@@ -757,7 +771,13 @@ class Xs2aClient:
         returned on the response.
         """
         session = tpp_session_id or (psu.tpp_session_id if psu else None) or str(uuid.uuid4())
-        result = self._get(models.RedirectResponse.from_json, "/v1/users", psu=psu, tpp_session_id=session)
+        result = self._get(
+            models.RedirectResponse.from_json,
+            "/v1/users",
+            psu=psu,
+            tpp_session_id=session,
+            headers=_redirect_preferred(redirect_preferred),
+        )
         return _with(result, tpp_session_id=session)
 
     def agreements(self, *, psu: PsuContext) -> list[models.Agreement]:
@@ -770,13 +790,22 @@ class Xs2aClient:
             psu=psu,
         )
 
-    def consent_start(self, *, psu: PsuContext, tpp_session_id: str | None = None) -> models.RedirectResponse:
+    def consent_start(
+        self, *, psu: PsuContext, tpp_session_id: str | None = None, redirect_preferred: bool | None = None
+    ) -> models.RedirectResponse:
         """POST /v1/bank-offered-consents (PSU-Context in ``psu``): the answer holds the scaRedirect link.
 
         Starts SCA: a TPP-Session-ID is always sent (made when none is given) and returned on the response.
         """
         session = tpp_session_id or psu.tpp_session_id or str(uuid.uuid4())
-        response = self.request("POST", "/v1/bank-offered-consents", json_body={}, psu=psu, tpp_session_id=session)
+        response = self.request(
+            "POST",
+            "/v1/bank-offered-consents",
+            json_body={},
+            psu=psu,
+            tpp_session_id=session,
+            headers=_redirect_preferred(redirect_preferred),
+        )
         return _with(self._read(response, models.RedirectResponse.from_json), tpp_session_id=session)
 
     # --- account information -----------------------------------------------------------------------------

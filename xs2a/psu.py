@@ -38,6 +38,7 @@ _HEADERS = {
     "geo_location": "PSU-Geo-Location",
     "tpp_session_id": "TPP-Session-ID",
 }
+REDIRECT_PREFERRED = "TPP-Redirect-Preferred"
 PSU_HEADER_NAMES = tuple(name for name in _HEADERS.values() if name != "TPP-Session-ID")
 # Forwarded from the PSU's live request: meaningless (and refused) when the PSU is not present.
 _LIVE_ONLY = (
@@ -86,11 +87,16 @@ class PsuContext:
     #: TPP-Session-ID: the portal's session with this PSU. Not a PSU header, but it travels with the PSU: an SCA
     #: is valid for one hour within one TPP-Session-ID (spec section 3), so the portal keeps and reuses it.
     tpp_session_id: str | None = None
+    #: TPP-Redirect-Preferred: False asks the bank for SCA in its mobile app (biometrics) where it can, True for
+    #: the redirect; None sends nothing (the bank's default, true). Spec 4.1 and 5.8.
+    redirect_preferred: bool | None = None
 
     def __post_init__(self) -> None:
+        if self.redirect_preferred is not None and not isinstance(self.redirect_preferred, bool):
+            raise InvalidRequestError("TPP-Redirect-Preferred: True, False or None is expected")
         for f in fields(self):
             value = getattr(self, f.name)
-            if value is None:
+            if value is None or f.name == "redirect_preferred":
                 continue
             if not isinstance(value, str):
                 raise InvalidRequestError(f"{_HEADERS[f.name]}: a str is expected, got {type(value).__name__}")
@@ -130,6 +136,7 @@ class PsuContext:
         return self.ip_address is not None
 
     def headers(self) -> dict[str, str]:
-        return {
-            header: getattr(self, name) for name, header in _HEADERS.items() if getattr(self, name) is not None
-        }
+        out = {header: getattr(self, name) for name, header in _HEADERS.items() if getattr(self, name) is not None}
+        if self.redirect_preferred is not None:
+            out[REDIRECT_PREFERRED] = "true" if self.redirect_preferred else "false"
+        return out

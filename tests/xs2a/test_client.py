@@ -492,3 +492,33 @@ def test_base_address_with_a_path_prefix(test_pki, make_client):
         ]
         assert [t.transaction_id for t in result.booked] == ["z"]
         check_signature(bank.received[1], test_pki.tpp.certificate)
+
+
+# --- TPP-Redirect-Preferred ------------------------------------------------------------------------------------
+
+
+def test_redirect_preferred_is_sent_only_when_asked(bank, client):
+    base = "/v1/payments/norwegian-cross-border-credit-transfers/enc!!Z78gcpH6="
+    sca = {"_links": {"scaRedirect": {"href": "https://bank.example/sca", "verbs": ["GET"]}}}
+    bank.add("POST", "/v1/bank-offered-consents", Answer(201, sca))
+    bank.add("GET", "/v1/users", Answer(200, sca))
+    bank.add("POST", "/v1/payments/norwegian-cross-border-credit-transfers", Answer(201, CREATED))
+    bank.add("POST", base + "/authorisations", Answer(201, {"scaStatus": "started", **sca}))
+    bank.add("GET", "/v1/accounts", Answer(200, {"accounts": []}))
+    in_app = PsuContext(psu_id=PSU_ID, ip_address="198.51.100.7", redirect_preferred=False)
+
+    client.consent_start(psu=PRESENT)  # not asked: not sent
+    client.consent_start(psu=PRESENT, redirect_preferred=False)  # the argument of the SCA-starting call
+    client.users(psu=PsuContext(ip_address="198.51.100.7"), redirect_preferred=True)
+    client.payment_initiate(_payment(), psu=PRESENT, redirect_preferred=False)
+    client.authorisation_start(payment_id="enc!!Z78gcpH6=", psu=in_app)  # through the PsuContext
+    client.authorisation_start(payment_id="enc!!Z78gcpH6=", psu=in_app, redirect_preferred=True)  # argument wins
+    client.accounts(psu=ABSENT)
+
+    sent = [r.headers.get("tpp-redirect-preferred") for r in bank.received]
+    assert sent == [None, "false", "true", "false", "false", "true", None]
+    with pytest.raises(errors.InvalidRequestError):
+        PsuContext(redirect_preferred="no")  # type: ignore[arg-type]
+    with pytest.raises(errors.InvalidRequestError):
+        client.consent_start(psu=PRESENT, redirect_preferred="false")  # type: ignore[arg-type]
+    assert len(bank.received) == 7
