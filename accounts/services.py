@@ -246,9 +246,9 @@ def sca_start(
         with bank_audit_context(user=user, obj=connection):
             client = bank_client()
             if purpose == ScaPurpose.USERS:
-                answer = client.users(psu=psu, tpp_session_id=state.token)
+                answer = client.consents.users(psu=psu, tpp_session_id=state.token)
             else:
-                answer = client.consent_start(psu=psu, tpp_session_id=state.token)
+                answer = client.consents.start(psu=psu, tpp_session_id=state.token)
         return _check_redirect(answer.sca_redirect)
     except (Xs2aError, BankStartFailed):
         ScaState.objects.filter(pk=state.pk, used_at__isnull=True).update(used_at=timezone.now())
@@ -355,7 +355,7 @@ def _agreement_name_fill(*, connection: BankConnection, user: Any, presence: Psu
     psu = dataclasses.replace(presence, psu_id=connection.psu_id)
     try:
         with bank_audit_context(user=user, obj=connection):
-            agreements = bank_client().agreements(psu=psu)
+            agreements = bank_client().consents.agreements(psu=psu)
     except Xs2aError as exc:  # the name is cosmetic: the connection works without it
         logger.warning(
             "agreement name not read", extra={"connection_id": connection.pk, "error": type(exc).__name__}
@@ -414,14 +414,15 @@ def connection_fetch_accounts(
     try:
         with bank_audit_context(user=actor, obj=connection):
             client = bank_client()
-            accounts = client.accounts(psu=psu)
-            cards = client.card_accounts(psu=psu)
+            accounts = client.accounts.list(psu=psu)
+            cards = client.card_accounts.list(psu=psu)
             balances = {
-                (AccountKind.ACCOUNT, a.resource_id): client.balances(a.resource_id, psu=psu) for a in accounts
+                (AccountKind.ACCOUNT, a.resource_id): client.accounts.balances(a.resource_id, psu=psu)
+                for a in accounts
             }
             balances.update(
                 {
-                    (AccountKind.CARD, c.resource_id): client.card_account_balances(c.resource_id, psu=psu)
+                    (AccountKind.CARD, c.resource_id): client.card_accounts.balances(c.resource_id, psu=psu)
                     for c in cards
                 }
             )
@@ -532,9 +533,9 @@ def connection_refresh_balances(*, connection: BankConnection, presence: PsuCont
             client = bank_client()
             balances = {
                 (kind, rid): (
-                    client.card_account_balances(rid, psu=psu)
+                    client.card_accounts.balances(rid, psu=psu)
                     if kind == AccountKind.CARD
-                    else client.balances(rid, psu=psu)
+                    else client.accounts.balances(rid, psu=psu)
                 )
                 for kind, rid in accounts
             }

@@ -492,7 +492,7 @@ def _send(payment: Payment, psu: PsuContext, *, actor) -> bank_models.PaymentIni
     """The one initiation call (and its replays): the stored bytes, X-Request-ID and TPP-Session-ID."""
     body = json.loads(payment.body_json)
     with bank_audit_context(user=actor, obj=payment):
-        return bank_client().payment_initiate(
+        return bank_client().payments.initiate(
             body,
             psu=psu,
             product=payment.product,
@@ -840,7 +840,7 @@ def authorisation_start(*, payment: Payment, signer, session_key: str | None, pr
     with bank_audit_deferred() as flush_audit:
         try:
             with bank_audit_context(user=signer, obj=payment):
-                answer = bank_client().authorisation_start(
+                answer = bank_client().payments.start_authorisation(
                     href=href or None,
                     payment_id=payment.payment_id,
                     product=payment.product,

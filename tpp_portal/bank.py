@@ -3,7 +3,7 @@
 Portal code gets the client with ``bank_client()`` and says what a call is about with::
 
     with bank_audit_context(user=request.user, obj=payment):
-        client.payment_initiate(...)
+        bank_client().payments.initiate(...)
 
 Never call the bank inside ``transaction.atomic``: the audit row is written in its own autocommit statement,
 and a network call must not hold a database transaction open.
@@ -66,11 +66,12 @@ class DeferredAudit:
         self.pending: list[tuple[AuditRecord, AuditContext]] = []
 
     def __call__(self) -> None:
-        """Write the kept-back rows (one INSERT written out, ``tpp_portal.rawsql``: on the background refresh's
-        path the ORM's bulk_create costs more CPU than the statement itself)."""
+        """Write the kept-back rows, in one INSERT (``bulk_create``)."""
+        from tpp_portal.models import BankCall
+
         taken = list(self.pending)
         self.pending.clear()
-        rawsql.insert(*_audit_rows(taken))
+        BankCall.objects.bulk_create(_bank_call(record, context) for record, context in taken)
 
     @contextlib.contextmanager
     def taken(self) -> Iterator[rawsql.Rows]:

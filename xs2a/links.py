@@ -89,8 +89,9 @@ class BaseUrl:
             if parts.scheme != self.scheme or parts.netloc.lower() != self.netloc.lower():
                 raise LinkError(f"the link {href!r} does not point at the bank ({self.origin})")
             return urlunsplit((self.scheme, self.netloc, parts.path, parts.query, ""))
-        path = parts.path if parts.path.startswith("/") else "/" + parts.path
-        return urlunsplit((self.scheme, self.netloc, self.prefix + path, parts.query, ""))
+        if not parts.path.startswith("/"):
+            raise LinkError(f"the link {href!r} is neither absolute nor relative to the base address (/v1/...)")
+        return urlunsplit((self.scheme, self.netloc, self.prefix + parts.path, parts.query, ""))
 
     def api_path(self, url: str) -> str:
         """The path of an absolute address below the prefix (``/v1/...``), for naming the endpoint."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from decimal import Decimal
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
@@ -94,11 +95,10 @@ def test_disconnect_removes_identifiers_accounts_and_balances_and_keeps_the_time
 class FailingClient:
     def __init__(self, error):
         self.error = error
+        self.accounts = self.card_accounts = SimpleNamespace(balances=self.balances)  # the client's services
 
     def balances(self, *args, **kwargs):
         raise self.error
-
-    card_account_balances = balances
 
 
 def _presence():
@@ -171,12 +171,13 @@ def test_accounts_overview_shows_latest_balances_in_constant_queries(
 
 
 class DownClient:
+    def __init__(self):
+        self.consents = SimpleNamespace(start=self.consent_start, users=self.consent_start)  # the client's service
+
     def consent_start(self, **kwargs):
         from xs2a.errors import TransportError
 
         raise TransportError("the bank could not be reached")
-
-    users = consent_start
 
 
 def test_a_bank_that_cannot_start_sca_gives_a_message_and_burns_the_state(alice, alice_client, monkeypatch):
@@ -203,12 +204,12 @@ class AccountsClient:
         self.balances_answer = m.AccountBalances.from_json(
             {"balances": [{"balanceAmount": {"amount": "100.25", "currency": "NOK"}, "balanceType": "expected"}]}
         )
+        # The client's services (client.accounts, client.card_accounts).
+        self.accounts = SimpleNamespace(list=self.account_list, balances=self.balances)
+        self.card_accounts = SimpleNamespace(list=lambda **kwargs: [], balances=self.balances)
 
-    def accounts(self, **kwargs):
+    def account_list(self, **kwargs):
         return [self.account]
-
-    def card_accounts(self, **kwargs):
-        return []
 
     def balances(self, resource_id, **kwargs):
         return self.balances_answer

@@ -13,7 +13,7 @@ import pytest
 from django.db import connection as db_connection
 from django.utils import timezone
 
-from accounts import refresh, selectors, sync, tasks
+from accounts import refresh, selectors, tasks
 from accounts.models import (
     BalanceSnapshot,
     BankAccount,
@@ -72,8 +72,8 @@ def test_unattended_refreshes_stop_at_four_and_the_bank_never_answers_429(bank, 
     assert (budget.used, budget.remaining, budget.next_due_at) == (4, 0, account.next_refresh_at)
 
 
-def test_a_sync_needing_more_pages_than_the_allowance_stops_without_moving_the_cursor(bank, account, monkeypatch):
-    monkeypatch.setattr(sync, "TRANSACTIONS_PAGE_SIZE", 2)
+def test_a_sync_needing_more_pages_than_the_allowance_stops_without_moving_the_cursor(bank, account):
+    bank.page_size = 2
     today = timezone.now().date()
     bank.booked = [booked(f"B{n}", "-1.00", today) for n in range(9)]  # 5 pages
 

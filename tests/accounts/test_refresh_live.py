@@ -20,11 +20,11 @@ pytestmark = pytest.mark.live_bank
 @pytest.fixture
 def known_state(live_bank):
     """The sandbox in its known state (no unattended reads counted yet), restored afterwards as well."""
-    bank_client().sandbox_initialize()
+    bank_client().sandbox.initialize()
     refresh.unattended_client.cache_clear()
     yield
     refresh.unattended_client.cache_clear()
-    bank_client().sandbox_initialize()
+    bank_client().sandbox.initialize()
 
 
 def test_five_unattended_refreshes_never_trigger_the_banks_429(known_state, alice_client, alice):

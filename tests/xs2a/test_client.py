@@ -59,7 +59,7 @@ CREATED = {
 def test_payment_initiation_sends_a_signed_exact_body_with_every_required_header(bank, client, test_pki):
     bank.add("POST", "/v1/payments/norwegian-cross-border-credit-transfers", Answer(201, CREATED))
 
-    result = client.payment_initiate(_payment(), psu=PRESENT, allow_logical_duplicate=False)
+    result = client.payments.initiate(_payment(), psu=PRESENT, allow_logical_duplicate=False)
 
     (sent,) = bank.received
     assert sent.target == "/v1/payments/norwegian-cross-border-credit-transfers?allowLogicalDuplicate=false"
@@ -100,18 +100,18 @@ def test_payment_initiation_sends_a_signed_exact_body_with_every_required_header
 
 def test_payment_initiation_needs_a_present_and_identified_psu(bank, client):
     with pytest.raises(ValueError, match="PSU present"):
-        client.payment_initiate(_payment(), psu=ABSENT)
+        client.payments.initiate(_payment(), psu=ABSENT)
     with pytest.raises(ValueError, match="PSU-ID or X-PSU-IDENTITY"):
-        client.payment_initiate(_payment(), psu=PsuContext(ip_address="10.0.0.1"))
+        client.payments.initiate(_payment(), psu=PsuContext(ip_address="10.0.0.1"))
     with pytest.raises(ValueError, match="unknown payment product"):
-        client.payment_initiate(_payment(), psu=PRESENT, product="sepa-credit-transfers")
+        client.payments.initiate(_payment(), psu=PRESENT, product="sepa-credit-transfers")
     assert bank.received == []
 
 
 def test_single_sca_payment_with_x_psu_identity_and_domestic_product(bank, client):
     bank.add("POST", "/v1/payments/norwegian-domestic-credit-transfers", Answer(201, CREATED))
     psu = PsuContext(identity="13039319955", context="PRIVATE", ip_address="2001:db8::1")
-    client.payment_initiate(_payment(), psu=psu, product="norwegian-domestic-credit-transfers")
+    client.payments.initiate(_payment(), psu=psu, product="norwegian-domestic-credit-transfers")
     (sent,) = bank.received
     assert sent.headers["x-psu-identity"] == "13039319955"
     assert sent.headers["psu-context"] == "PRIVATE"
@@ -150,10 +150,10 @@ def test_authorisation_status_details_and_deletion_follow_links(bank, client):
     bank.add("DELETE", base, Answer(200, {"transactionStatus": "CANC"}))
 
     created = models.PaymentInitiationResponse.from_json(CREATED)
-    authorisation = client.authorisation_start(href=created.start_authorisation, psu=PRESENT)
-    status = client.payment_status(href=created.status_link, psu=ABSENT)
-    details = client.payment_get(payment_id="enc!!Z78gcpH6=")
-    cancelled = client.payment_delete(payment_id="enc!!Z78gcpH6=")
+    authorisation = client.payments.start_authorisation(href=created.start_authorisation, psu=PRESENT)
+    status = client.payments.status(href=created.status_link, psu=ABSENT)
+    details = client.payments.get(payment_id="enc!!Z78gcpH6=")
+    cancelled = client.payments.delete(payment_id="enc!!Z78gcpH6=")
 
     assert authorisation.sca_redirect == "https://bank.example/sca?state=1"
     assert authorisation.sca_status == "started"
@@ -231,9 +231,9 @@ def test_accounts_balances_and_card_accounts_are_typed_with_decimals(bank, clien
         ),
     )
 
-    (account,) = client.accounts(psu=PRESENT)
-    balances = client.balances(account.resource_id, psu=ABSENT)
-    (card,) = client.card_accounts(psu=PRESENT)
+    (account,) = client.accounts.list(psu=PRESENT)
+    balances = client.accounts.balances(account.resource_id, psu=ABSENT)
+    (card,) = client.card_accounts.list(psu=PRESENT)
 
     assert account.iban == "NO9386011117947" and account.extra == {"ownerName": "kept"}
     assert account.links["balances"].verbs == ("GET",)
@@ -275,7 +275,7 @@ def test_transactions_follow_next_links_and_keep_repeated_pending_items_once(ban
             },
         ),
     )
-    result = client.transactions(
+    result = client.accounts.transactions(
         "enc!!a=",
         psu=PRESENT,
         booking_status="both",
@@ -302,7 +302,7 @@ def test_a_next_link_that_loops_is_refused(bank, client):
     page = {"transactions": {"booked": [], "_links": {"next": {"href": path + "?offset=0"}}}}
     bank.add("GET", path, Answer(200, page))
     with pytest.raises(errors.UnexpectedResponseError, match="repeats"):
-        client.transactions("a", psu=ABSENT)
+        client.accounts.transactions("a", psu=ABSENT)
     assert len(bank.received) == 2
 
 
@@ -344,10 +344,10 @@ def test_transaction_details_users_agreements_and_consents(bank, client):
         ),
     )
 
-    details = client.transaction_details("a", "t/1", psu=PRESENT)
-    users = client.users(psu=PsuContext(ip_address="198.51.100.7"))
-    (agreement,) = client.agreements(psu=ABSENT)
-    consent = client.consent_start(psu=PsuContext(psu_id=PSU_ID, context="PRIVATE", ip_address="198.51.100.7"))
+    details = client.accounts.transaction_details("a", "t/1", psu=PRESENT)
+    users = client.consents.users(psu=PsuContext(ip_address="198.51.100.7"))
+    (agreement,) = client.consents.agreements(psu=ABSENT)
+    consent = client.consents.start(psu=PsuContext(psu_id=PSU_ID, context="PRIVATE", ip_address="198.51.100.7"))
 
     assert details.transaction_id == "t/1"
     assert details.additional_information_proprietary == {"additionalInformationProprietary1": "x"}
@@ -384,12 +384,12 @@ def test_sandbox_operations(bank, client):
     bank.add("POST", "/v1/sandbox/agreements", Answer(201, {"id": "ag2", "name": "Firma", "engagements": []}))
     bank.add("POST", "/v1/sandbox/accounts/a1/transactions", Answer(201, _transaction("t9", "10.00")))
 
-    (listed,) = client.sandbox_customers(with_accounts=True, with_agreements=True)
-    created = client.sandbox_customer_create({"customerType": "PRIVATE", "customerName": "Ny Kunde"})
-    (reset,) = client.sandbox_initialize()
-    account = client.sandbox_account_create({"customerId": "c1", "currency": "NOK"})
-    agreement = client.sandbox_agreement_create({"customerId": "c1"})
-    mock = client.sandbox_mock_transaction_create("a1", {"amount": {"amount": "10.00", "currency": "NOK"}})
+    (listed,) = client.sandbox.customers(with_accounts=True, with_agreements=True)
+    created = client.sandbox.create_customer({"customerType": "PRIVATE", "customerName": "Ny Kunde"})
+    (reset,) = client.sandbox.initialize()
+    account = client.sandbox.create_account({"customerId": "c1", "currency": "NOK"})
+    agreement = client.sandbox.create_agreement({"customerId": "c1"})
+    mock = client.sandbox.create_mock_transaction("a1", {"amount": {"amount": "10.00", "currency": "NOK"}})
 
     assert listed == created == reset
     assert listed.customer_number == "13039319955" and listed.card_accounts == ["k1"]
@@ -403,10 +403,10 @@ def test_sandbox_operations(bank, client):
 def test_a_success_answer_of_the_wrong_shape_is_an_error(bank, client):
     bank.add("GET", "/v1/accounts", Answer(200, {"accounts": [{"name": "no resourceId"}]}))
     with pytest.raises(errors.UnexpectedResponseError, match="resourceId"):
-        client.accounts(psu=ABSENT)
+        client.accounts.list(psu=ABSENT)
     bank.add("GET", "/v1/users", Answer(200, b"<html>", {"Content-Type": "text/html"}))
     with pytest.raises(errors.UnexpectedResponseError, match="not JSON"):
-        client.users()
+        client.consents.users()
 
 
 # --- response signatures ----------------------------------------------------------------------------------
@@ -437,13 +437,13 @@ def test_signed_responses_are_verified_against_the_configured_bank_certificate(b
         _signed_answer(test_pki, {"_links": {}}),
         _signed_answer(test_pki, {"_links": {}}, tamper=True),
     )
-    assert client.users().links == {}
+    assert client.consents.users().links == {}
     with pytest.raises(errors.ResponseSignatureError, match="Digest"):
-        client.users()
+        client.consents.users()
 
     other = make_client(bank.base_url, response_certificate=test_pki.tpp.certificate)
     with pytest.raises(errors.ResponseSignatureError, match="keyId"):
-        other.users()
+        other.consents.users()
 
 
 def test_an_unsigned_answer_is_refused_when_the_banks_seal_is_configured(bank, make_client, test_pki):
@@ -455,9 +455,9 @@ def test_an_unsigned_answer_is_refused_when_the_banks_seal_is_configured(bank, m
     bank.add("GET", "/v1/accounts", Answer(404, {"tppMessages": [{"category": "ERROR", "code": "NOT_FOUND"}]}))
 
     with pytest.raises(errors.ResponseSignatureError, match="no Signature") as unsigned:
-        client.users()
+        client.consents.users()
     with pytest.raises(errors.ResponseSignatureError, match="no Signature"):
-        client.accounts(psu=ABSENT)  # an unsigned refusal is not believed either
+        client.accounts.list(psu=ABSENT)  # an unsigned refusal is not believed either
 
     assert unsigned.value.status == 200 and unsigned.value.request_id == records[0].request_id
     assert [(r.status, r.error) for r in records] == [
@@ -466,9 +466,9 @@ def test_an_unsigned_answer_is_refused_when_the_banks_seal_is_configured(bank, m
     ]
     # Without a configured seal, the same answers are read as they are.
     plain = make_client(bank.base_url)
-    assert plain.users().links == {}
+    assert plain.consents.users().links == {}
     with pytest.raises(errors.ResourceUnknownError):
-        plain.accounts(psu=ABSENT)
+        plain.accounts.list(psu=ABSENT)
 
 
 def test_base_address_with_a_path_prefix(test_pki, make_client):
@@ -485,7 +485,7 @@ def test_base_address_with_a_path_prefix(test_pki, make_client):
                 else {"transactions": {"booked": [_transaction("z", "1.00")]}},
             ),
         )
-        result = client.transactions("enc!!x=", psu=ABSENT)
+        result = client.accounts.transactions("enc!!x=", psu=ABSENT)
         assert [r.target for r in bank.received] == [
             "/api/psd2/v1/accounts/enc!!x=/transactions?bookingStatus=both",
             "/api/psd2/v1/accounts/enc!!x=/transactions?offset=1",
@@ -507,18 +507,20 @@ def test_redirect_preferred_is_sent_only_when_asked(bank, client):
     bank.add("GET", "/v1/accounts", Answer(200, {"accounts": []}))
     in_app = PsuContext(psu_id=PSU_ID, ip_address="198.51.100.7", redirect_preferred=False)
 
-    client.consent_start(psu=PRESENT)  # not asked: not sent
-    client.consent_start(psu=PRESENT, redirect_preferred=False)  # the argument of the SCA-starting call
-    client.users(psu=PsuContext(ip_address="198.51.100.7"), redirect_preferred=True)
-    client.payment_initiate(_payment(), psu=PRESENT, redirect_preferred=False)
-    client.authorisation_start(payment_id="enc!!Z78gcpH6=", psu=in_app)  # through the PsuContext
-    client.authorisation_start(payment_id="enc!!Z78gcpH6=", psu=in_app, redirect_preferred=True)  # argument wins
-    client.accounts(psu=ABSENT)
+    client.consents.start(psu=PRESENT)  # not asked: not sent
+    client.consents.start(psu=PRESENT, redirect_preferred=False)  # the argument of the SCA-starting call
+    client.consents.users(psu=PsuContext(ip_address="198.51.100.7"), redirect_preferred=True)
+    client.payments.initiate(_payment(), psu=PRESENT, redirect_preferred=False)
+    client.payments.start_authorisation(payment_id="enc!!Z78gcpH6=", psu=in_app)  # through the PsuContext
+    client.payments.start_authorisation(
+        payment_id="enc!!Z78gcpH6=", psu=in_app, redirect_preferred=True
+    )  # argument wins
+    client.accounts.list(psu=ABSENT)
 
     sent = [r.headers.get("tpp-redirect-preferred") for r in bank.received]
     assert sent == [None, "false", "true", "false", "false", "true", None]
     with pytest.raises(errors.InvalidRequestError):
         PsuContext(redirect_preferred="no")  # type: ignore[arg-type]
     with pytest.raises(errors.InvalidRequestError):
-        client.consent_start(psu=PRESENT, redirect_preferred="false")  # type: ignore[arg-type]
+        client.consents.start(psu=PRESENT, redirect_preferred="false")  # type: ignore[arg-type]
     assert len(bank.received) == 7

@@ -40,27 +40,29 @@ def _payment() -> models.PaymentInitiation:
         {"href": 42},
         {"href": "   "},
         {"href": "/v1/accounts/a/transactions?offset=2\x00"},
-        ["not", "a", "link"],
+        {"href": "v1/accounts/a/transactions?offset=2"},  # neither absolute nor below the base address
     ],
 )
 def test_a_next_link_the_client_will_not_follow_is_a_link_error(bank, client, link):
     page = {"transactions": {"booked": [], "_links": {"next": link}}}
     bank.add("GET", TRANSACTIONS, Answer(200, page))
     with pytest.raises(errors.LinkError) as caught:
-        client.transactions("a", psu=PSU)
+        client.accounts.transactions("a", psu=PSU)
     assert isinstance(caught.value, errors.UnexpectedResponseError)
     assert len(bank.received) == 1, "nothing sent after the bad link"
 
 
-def test_links_that_are_not_objects_are_an_unexpected_answer(bank, client):
-    bank.add("GET", TRANSACTIONS, Answer(200, {"transactions": {"booked": [], "_links": "next"}}))
-    with pytest.raises(errors.UnexpectedResponseError):
-        client.transactions("a", psu=PSU)
+@pytest.mark.parametrize("links", ["next", {"next": ["not", "a", "link"]}, {"next": {"verbs": ["GET"]}}])
+def test_links_that_are_not_links_are_an_unexpected_answer(bank, client, links):
+    bank.add("GET", TRANSACTIONS, Answer(200, {"transactions": {"booked": [], "_links": links}}))
+    with pytest.raises(errors.UnexpectedResponseError, match="_links"):
+        client.accounts.transactions("a", psu=PSU)
+    assert len(bank.received) == 1
 
 
 def test_a_stored_link_to_another_host_is_refused_before_sending(bank, client):
     with pytest.raises(errors.LinkError, match="does not point at the bank"):
-        client.payment_status(href="https://evil.example/v1/payments/x/status")
+        client.payments.status(href="https://evil.example/v1/payments/x/status")
     with pytest.raises(errors.LinkError):
         BaseUrl(bank.base_url).resolve(None)  # type: ignore[arg-type]
     assert bank.received == []
@@ -86,7 +88,7 @@ def test_a_malformed_answer_is_an_xs2a_error(bank, make_client, body, status):
     client = make_client(bank.base_url, audit_hook=records.append)
     bank.add("GET", "/v1/users", Answer(status, body))
     with pytest.raises(errors.Xs2aError) as caught:
-        client.users()
+        client.consents.users()
     expected = errors.UnexpectedResponseError if status == 200 else errors.ClientError
     assert isinstance(caught.value, expected)
     (record,) = records  # audited, with no tppMessages read from the broken body
@@ -150,10 +152,10 @@ def test_broken_http_is_a_transport_error_and_a_payment_outcome_unknown(make_cli
         records = []
         client = make_client(bank.base_url, audit_hook=records.append, retry=RetryPolicy(max_attempts=2))
         with pytest.raises(errors.TransportError) as read:
-            client.users()
+            client.consents.users()
         assert not isinstance(read.value, errors.OutcomeUnknownError)
         with pytest.raises(errors.OutcomeUnknownError) as sent:
-            client.payment_initiate(_payment(), psu=PSU)
+            client.payments.initiate(_payment(), psu=PSU)
         assert sent.value.request_id
         assert [r.status for r in records] == [None, None, None], "each attempt audited, no status read"
         assert bank.connections == 3, "the GET tried twice, the payment once"
@@ -169,7 +171,7 @@ def test_an_unreadable_retry_after_is_ignored(bank, client, sleeps, value):
     refusal = {"tppMessages": [{"category": "ERROR", "code": "ACCESS_EXCEEDED"}]}
     bank.add("GET", "/v1/users", Answer(429, refusal, {"Retry-After": value}))
     with pytest.raises(errors.AccessExceededError) as caught:
-        client.users()
+        client.consents.users()
     assert caught.value.retry_after is None and caught.value.reset_at is None
     assert len(sleeps) == 2, "retried with the client's own backoff instead"
 
@@ -191,7 +193,7 @@ def test_a_malformed_response_signature_is_a_response_signature_error(bank, make
     )
     bank.add("GET", "/v1/users", Answer(200, {"_links": {}}, {"Signature": signature}))
     with pytest.raises(errors.ResponseSignatureError):
-        client.users()
+        client.consents.users()
     assert records[-1].error == "ResponseSignatureError"
 
 
@@ -215,9 +217,9 @@ def test_arguments_refused_before_sending_are_invalid_request_errors(bank, clien
         lambda: client.request("POST", "/v1/sandbox/customers", json_body={"when": object()}),
         lambda: client.request("GET", "/v1/users", href="/v1/users"),
         lambda: client.request("GET", "v1/users"),
-        lambda: client.balances("", psu=PSU),
-        lambda: client.transactions("a", psu=PSU, booking_status="everything"),
-        lambda: client.payment_initiate(_payment(), psu=PsuContext(psu_id=PSU.psu_id)),
+        lambda: client.accounts.balances("", psu=PSU),
+        lambda: client.accounts.transactions("a", psu=PSU, booking_status="everything"),
+        lambda: client.payments.initiate(_payment(), psu=PsuContext(psu_id=PSU.psu_id)),
         lambda: client.request("GET", "/v1/users", headers={"X-Note": "two\r\nlines"}),
         lambda: PsuContext(psu_id="not-a-uuid"),
         lambda: PsuContext(psu_id=42),  # type: ignore[arg-type]

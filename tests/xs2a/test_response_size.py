@@ -95,7 +95,7 @@ def test_an_endless_answer_is_cut_at_the_cap_without_taking_the_memory(make_clie
         tracemalloc.start()
         try:
             with pytest.raises(errors.ResponseTooLargeError) as caught:
-                client.users()
+                client.consents.users()
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
@@ -118,7 +118,7 @@ def test_a_declared_content_length_over_the_cap_is_refused_before_reading(make_c
     with StreamingBank(declare_length=True) as bank:
         client = make_client(bank.base_url, audit_hook=records.append, max_response_bytes=CAP)
         with pytest.raises(errors.ResponseTooLargeError, match="longer than 65536 bytes") as caught:
-            client.users()
+            client.consents.users()
         assert bank.done.wait(10)
     assert caught.value.received == 0 and caught.value.declared == TOTAL
     assert bank.sent < TOTAL // 2
@@ -129,7 +129,7 @@ def test_a_declared_content_length_over_the_cap_is_refused_before_reading(make_c
 def test_an_answer_of_exactly_the_cap_is_read(bank, make_client):
     body = b'{"_links": {}}'
     bank.add("GET", "/v1/users", Answer(200, body))
-    assert make_client(bank.base_url, max_response_bytes=len(body)).users().links == {}
+    assert make_client(bank.base_url, max_response_bytes=len(body)).consents.users().links == {}
     with pytest.raises(errors.ResponseTooLargeError):
-        make_client(bank.base_url, max_response_bytes=len(body) - 1).users()
+        make_client(bank.base_url, max_response_bytes=len(body) - 1).consents.users()
     assert len(bank.received) == 2

@@ -351,7 +351,7 @@ def test_the_client_writes_an_escaped_issuer_as_a_quoted_string(
     client = make_client(bank.base_url, signing_certificate=certificate)
     bank.add("GET", "/v1/users", Answer(200, {"_links": {}}))
 
-    client.users()
+    client.consents.users()
 
     (sent,) = bank.received
     header = sent.headers["signature"]
@@ -385,9 +385,9 @@ def test_signed_headers_of_a_get_without_and_with_psu_headers(bank, client, test
     bank.add("GET", "/v1/accounts", Answer(200, {"accounts": []}))
     bank.add("GET", "/v1/agreements", Answer(200, {"agreements": []}))
 
-    client.sandbox_customers()
-    client.accounts(psu=PsuContext(psu_id=PSU_ID, corporate_id=CORPORATE_ID, ip_address="198.51.100.7"))
-    client.agreements(psu=PsuContext(psu_id=PSU_ID))
+    client.sandbox.customers()
+    client.accounts.list(psu=PsuContext(psu_id=PSU_ID, corporate_id=CORPORATE_ID, ip_address="198.51.100.7"))
+    client.consents.agreements(psu=PsuContext(psu_id=PSU_ID))
 
     bare, corporate, private = bank.received
     assert check_signature(bare, test_pki.tpp.certificate) == [
@@ -419,7 +419,7 @@ def test_signed_headers_of_a_post_with_a_body(bank, client, test_pki):
     from xs2a.psu import PsuContext
 
     bank.add("POST", "/v1/bank-offered-consents", Answer(201, {"_links": {}}))
-    client.consent_start(psu=PsuContext(psu_id=PSU_ID, corporate_id=CORPORATE_ID, ip_address="198.51.100.7"))
+    client.consents.start(psu=PsuContext(psu_id=PSU_ID, corporate_id=CORPORATE_ID, ip_address="198.51.100.7"))
     (sent,) = bank.received
     assert sent.body == b"{}"
     assert check_signature(sent, test_pki.tpp.certificate) == [

@@ -1,0 +1,67 @@
+"""Consents and users: starting SCA for a consent or a PISP-only PSU, the corporate agreements of a PSU."""
+
+from __future__ import annotations
+
+from xs2a import models
+from xs2a.errors import InvalidRequestError
+from xs2a.psu import PsuContext
+from xs2a.services.base import Service, redirect_preferred_header, session_for, with_changes
+
+__all__ = ["ConsentsService"]
+
+
+class ConsentsService(Service):
+    """``client.consents``: POST /v1/bank-offered-consents, GET /v1/users, GET /v1/agreements."""
+
+    def start(
+        self, *, psu: PsuContext, tpp_session_id: str | None = None, redirect_preferred: bool | None = None
+    ) -> models.RedirectResponse:
+        """POST /v1/bank-offered-consents (PSU-Context in ``psu``): the answer holds the scaRedirect link.
+
+        Starts SCA: a TPP-Session-ID is always sent (made when none is given) and returned on the response.
+        """
+        session = session_for(tpp_session_id, psu)
+        result = self._requester.call(
+            "POST",
+            "/v1/bank-offered-consents",
+            reader=models.RedirectResponse.from_json,
+            json_body={},
+            psu=psu,
+            tpp_session_id=session,
+            headers=redirect_preferred_header(redirect_preferred),
+        )
+        return with_changes(result, tpp_session_id=session)
+
+    def users(
+        self,
+        *,
+        psu: PsuContext | None = None,
+        tpp_session_id: str | None = None,
+        redirect_preferred: bool | None = None,
+    ) -> models.RedirectResponse:
+        """GET /v1/users: starts SCA for a PISP without a PSU-ID; answers with a scaRedirect link.
+
+        Starts SCA, so a TPP-Session-ID is always sent (made when neither argument nor ``psu`` gives one) and
+        returned on the response.
+        """
+        session = session_for(tpp_session_id, psu)
+        result = self._requester.call(
+            "GET",
+            "/v1/users",
+            reader=models.RedirectResponse.from_json,
+            psu=psu,
+            tpp_session_id=session,
+            headers=redirect_preferred_header(redirect_preferred),
+        )
+        return with_changes(result, tpp_session_id=session)
+
+    def agreements(self, *, psu: PsuContext) -> list[models.Agreement]:
+        """GET /v1/agreements: the corporate agreements of a known PSU."""
+        if not psu.psu_id:
+            raise InvalidRequestError("listing agreements needs the PSU-ID")
+        return self._requester.call(
+            "GET",
+            "/v1/agreements",
+            reader=lambda d: models.read_list(d, "agreements", models.Agreement.from_json, "agreements"),
+            psu=psu,
+        )
