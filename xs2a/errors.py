@@ -19,6 +19,7 @@ on::
     ├── ClientError                 4xx
     │   ├── ScaRequiredError        the body carries a scaRedirect link: send the PSU there
     │   ├── ConsentError            ├─ ConsentInvalidError, ConsentExpiredError, ConsentUnknownError
+    │   ├── ConsentDeletionNotOfferedError  404/405 to DELETE /v1/bank-offered-consents: end it at the bank
     │   ├── AccessExceededError     429 / ACCESS_EXCEEDED, with the reset time when given
     │   ├── FormatError             the request was malformed; ``field`` names the path
     │   ├── SignatureRejectedError  the bank refused the signature or the certificate
@@ -41,6 +42,7 @@ __all__ = [
     "AccessExceededError",
     "ClientError",
     "ConfigurationError",
+    "ConsentDeletionNotOfferedError",
     "ConsentError",
     "ConsentExpiredError",
     "ConsentInvalidError",
@@ -227,6 +229,12 @@ class ConsentUnknownError(ConsentError):
     """CONSENT_UNKNOWN: the consent does not exist (any more); the PSU may have revoked it at the bank."""
 
 
+class ConsentDeletionNotOfferedError(ClientError):
+    """The bank does not offer ending a consent through the interface (404 or 405 to DELETE
+    /v1/bank-offered-consents): the PSU ends it at the bank (spec 5.7: the PSU may revoke consent directly with
+    the bank)."""
+
+
 class AccessExceededError(ClientError):
     """ACCESS_EXCEEDED / 429: too many requests; ``retry_after`` and ``reset_at`` when the bank said."""
 
@@ -284,6 +292,8 @@ _FORMAT_CODES = frozenset(
     }
 )
 _UNKNOWN_CODES = frozenset({"RESOURCE_UNKNOWN", "NOT_FOUND", "PRODUCT_UNKNOWN"})
+#: The operation a bank may not offer: ending a consent through the interface.
+_CONSENT_DELETION = ("DELETE", "/v1/bank-offered-consents")
 # Headers whose rejection means the signature or the certificate was refused (the bank answers 400 for these).
 _SIGNATURE_PATHS = frozenset({"signature", "tpp-signature-certificate", "digest", "date"})
 
@@ -412,6 +422,11 @@ def error_from_response(
     for code, cls in _CONSENT.items():
         if code in codes:
             return cls(f"consent cannot be used: {summary}", **common)
+    if ((method or "").upper(), endpoint) == _CONSENT_DELETION and status in {404, 405}:
+        return ConsentDeletionNotOfferedError(
+            f"the bank does not offer ending the consent here (HTTP {status}); the PSU ends it at the bank",
+            **common,
+        )
     if "PAYMENT_FAILED" in codes:
         return PaymentFailedError(f"the payment failed: {summary}", **common)
     if codes & _FORMAT_CODES:

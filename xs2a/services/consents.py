@@ -1,4 +1,5 @@
-"""Consents and users: starting SCA for a consent or a PISP-only PSU, the corporate agreements of a PSU."""
+"""Consents and users: starting SCA for a consent or a PISP-only PSU, ending a consent, the corporate agreements
+of a PSU."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ __all__ = ["ConsentsService"]
 
 
 class ConsentsService(Service):
-    """``client.consents``: POST /v1/bank-offered-consents, GET /v1/users, GET /v1/agreements."""
+    """``client.consents``: POST and DELETE /v1/bank-offered-consents, GET /v1/users, GET /v1/agreements."""
 
     def start(
         self, *, psu: PsuContext, tpp_session_id: str | None = None, redirect_preferred: bool | None = None
@@ -31,6 +32,17 @@ class ConsentsService(Service):
             headers=redirect_preferred_header(redirect_preferred),
         )
         return with_changes(result, tpp_session_id=session)
+
+    def delete(self, *, psu: PsuContext) -> None:
+        """DELETE /v1/bank-offered-consents: end the PSU's consent (PSU-ID; PSU-Corporate-ID in corporate
+        context). The bank answers 204 when it ended the consent. A bank that does not offer it answers 404 or
+        405: ConsentDeletionNotOfferedError (the PSU ends it at the bank); one that no longer knows the consent
+        answers CONSENT_UNKNOWN (ConsentUnknownError: already ended). Sent once."""
+        if not psu.psu_id:
+            raise InvalidRequestError("ending a consent needs the PSU-ID")
+        if psu.context == "CORPORATE" and not psu.corporate_id:
+            raise InvalidRequestError("ending a corporate consent needs the PSU-Corporate-ID")
+        self._requester.call("DELETE", "/v1/bank-offered-consents", reader=lambda _data: None, psu=psu)
 
     def users(
         self,
