@@ -271,14 +271,10 @@ def _move_cursor(*, account: BankAccount, window: SyncWindow, now: datetime, upd
 
     The history start is judged on the row's current values (SQL evaluates every right-hand side on the row as
     it was): a read that joins the stored history (the cursor at or after the read's first day) extends it to
-    the earlier of the two starts, one after a gap starts anew.
+    the earlier of the two starts, one after a gap starts anew. A row without a history (NULL) compares as
+    unknown, so it starts anew too.
     """
-    joins = Q(
-        transactions_synced_to__isnull=False,
-        transactions_synced_from__isnull=False,
-        transactions_synced_to__gte=window.date_from,
-        transactions_synced_from__lt=window.date_from,
-    )
+    joins = Q(transactions_synced_to__gte=window.date_from, transactions_synced_from__lt=window.date_from)
     return BankAccount.objects.filter(pk=account.pk).update(
         **updates,
         transactions_synced_to=window.date_to,
@@ -293,10 +289,8 @@ def _move_cursor(*, account: BankAccount, window: SyncWindow, now: datetime, upd
 
 def _stored(*, account: BankAccount, ids: set[str]) -> list[Transaction]:
     """In one read: the account's rows the answer names, every pending row, and booked rows without an id."""
-    wanted = Q(status=TransactionStatus.PENDING) | Q(status=TransactionStatus.BOOKED, transaction_id="")
-    if ids:
-        wanted |= Q(transaction_id__in=sorted(ids))
-    return list(Transaction.objects.filter(wanted, account=account).order_by("pk"))
+    wanted = Q(transaction_id__in=[*sorted(ids), ""]) | Q(status=TransactionStatus.PENDING)
+    return list(Transaction.objects.filter(wanted, account_id=account.pk).order_by("pk"))
 
 
 def _apply(row: Transaction, item: Item, now: datetime) -> bool:
