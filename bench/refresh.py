@@ -13,14 +13,15 @@ way (each account costs the same two calls and one short transaction).
   customer through the bank's SCA screens, all accounts ticked (a PSU-ID each);
 - in the portal, seeded directly: a user, one active connection per customer, the accounts, all due now.
 
-Measured: the planner (``accounts.refresh.refresh_plan``) claims every due account and hands its tasks (a batch
-of accounts each) to W worker processes, which run the task's work (``accounts.refresh.refresh_due``: the ledger
+Measured: the planner (``accounts.refresh.refresh_plan``) claims every due account and hands its tasks (a batch of
+accounts each) to W worker processes, which run the task's work (``accounts.refresh.refresh_due``: the ledger
 reservation, the unattended balances read, the transaction pages, the storing, the audit rows); the clock stops
 when the last account is done. Reported: accounts/s (goal >= 100), unattended bank calls per account, database
 queries per account (counted in the workers), and the CPU time each side spent per account in the cycle: each of
-the bank's gunicorn worker processes, each refresh worker, the planner. The bank's keep-alive connections stay with the gunicorn
-worker that accepted them, so in some runs one bank process serves both refresh workers (one core, its threads
-contending) and in others each has its own: the per-process figures show which, and the rate differs with it.
+the bank's gunicorn worker processes, each refresh worker, the planner. The bank's keep-alive connections stay with
+the gunicorn worker that accepted them, so in some runs one bank process serves both refresh workers (one core, its
+threads contending) and in others each has its own: the per-process figures show which, and the rate differs with
+it.
 Baseline in the same run: W processes reading the same two resources per account with the bare xs2a client (no
 database, no ledger, no audit), unattended as in the cycle (the second such read of the day for each account,
 within the bank's allowance), so that the bank does the same counting work.
