@@ -232,7 +232,7 @@ def _call_lease(now: datetime) -> datetime:
     """Until when a caller holds a SUBMITTING payment (``reconcile_at``): longer than any one initiation call
     can last. After it, the caller is taken for dead (process killed) and reconciliation takes over."""
     timeout = float(settings.BANK_TIMEOUT)
-    lease = getattr(settings, "PAYMENT_CALL_LEASE", None)  # only the fault tests' faster clock sets it
+    lease = settings.PAYMENT_CALL_LEASE  # only the fault tests' faster clock sets it
     if lease is None:
         return now + max(RECONCILE_LEASE, timedelta(seconds=2 * timeout + 60))
     return now + max(lease, timedelta(seconds=2 * timeout))  # never shorter than a connect and a read
