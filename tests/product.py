@@ -854,11 +854,14 @@ def users_create(product: Product, prefix: str, count: int, password: str) -> li
         """
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
+from allauth.account.models import EmailAddress
 User = get_user_model()
 hashed = make_password(params["password"])
 User.objects.bulk_create([User(username=f'{params["prefix"]}{i}', email=f'{params["prefix"]}{i}@example.test',
                                password=hashed) for i in range(params["count"])])
-result = list(User.objects.filter(username__startswith=params["prefix"]).values_list("pk", flat=True))
+made = list(User.objects.filter(username__startswith=params["prefix"]))
+EmailAddress.objects.bulk_create([EmailAddress(user=u, email=u.email, verified=True, primary=True) for u in made])
+result = [u.pk for u in made]
 """,
         prefix=prefix,
         count=count,
@@ -873,7 +876,7 @@ def sign_in(product: Product, username: str, password: str) -> requests.Session:
     assert page.status_code == 200, page.text[:500]
     done = session.post(
         f"{product.portal_url}/auth/sign-in/",
-        data={"csrfmiddlewaretoken": csrf_of(page.text), "username": username, "password": password},
+        data={"csrfmiddlewaretoken": csrf_of(page.text), "login": username, "password": password},
         headers={"Referer": f"{product.portal_url}/auth/sign-in/"},
         timeout=30,
         allow_redirects=False,

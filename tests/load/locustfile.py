@@ -36,7 +36,7 @@ class PortalUser(HttpUser):
         page = self.client.get("/auth/sign-in/", name="sign-in")
         self.client.post(
             "/auth/sign-in/",
-            data={"csrfmiddlewaretoken": _csrf(page.text), "username": self.username, "password": _PASSWORD},
+            data={"csrfmiddlewaretoken": _csrf(page.text), "login": self.username, "password": _PASSWORD},
             headers={"Referer": f"{self.host}/auth/sign-in/"},
             name="sign-in",
         )

@@ -1,0 +1,19 @@
+"""The permissions of the staff sandbox area. The area has no table of its own (its data is the bank's), so the
+permissions hang on a model without a table: ``sandbox_admin.view_sandbox`` reads the bank's sandbox customers,
+``sandbox_admin.change_sandbox`` creates customers, agreements, accounts and mock transactions and resets the
+sandbox. The roles (staff/migrations) grant them: support may view, operators may also change."""
+
+from django.db import models
+
+
+class SandboxAccess(models.Model):
+    class Meta:
+        managed = False  # no table: only its permissions are used
+        default_permissions = ()
+        permissions = [
+            ("view_sandbox", "Can view the sandbox bank's customers"),
+            ("change_sandbox", "Can change the sandbox bank (create, reset)"),
+        ]
+
+    def __str__(self) -> str:
+        return "sandbox access"
