@@ -384,14 +384,14 @@ PASSWORD_RESET_TIMEOUT = 3600  # a reset link works for one hour
 SIGN_IN_FAILURES = 5
 SIGN_IN_COOL_OFF = timedelta(minutes=15)
 ACCOUNT_RATE_LIMITS = {
-    "login": "30/m/ip",
+    "login": "60/m/ip",
     "login_failed": f"10/m/ip,{SIGN_IN_FAILURES}/{int(SIGN_IN_COOL_OFF.total_seconds())}s/key",
     "signup": "10/m/ip,50/h/ip",
     "confirm_email": "1/m/key,3/h/key",
     "reset_password": "10/m/ip,3/h/key",
     "reset_password_from_key": "20/m/ip",
     # Every POST of these two pages, right or wrong (a wrong password also counts under login_failed).
-    "reauthenticate": "10/m/user",
+    "reauthenticate": "30/m/user",
     "change_password": "10/m/user",
     "manage_email": "10/m/user",
 }

@@ -353,7 +353,12 @@ def session_mark_second_factor(request: HttpRequest) -> None:
 
 
 def session_used_second_factor(request: HttpRequest) -> bool:
-    return _read_time(request, SECOND_FACTOR_KEY) is not None
+    """True when this session proved a second factor: allauth.mfa's record of the sign-in, or an enrolment."""
+    from allauth.account.authentication import get_authentication_records
+
+    if _read_time(request, SECOND_FACTOR_KEY) is not None:
+        return True
+    return any(record.get("method") == "mfa" for record in get_authentication_records(request, request.user))
 
 
 def needs_second_factor(user: Any) -> bool:

@@ -17,7 +17,7 @@ def _start_session_clocks(sender, request, user, **kwargs):
         return
     session_signed_in(request)
     request.session.pop(SECOND_FACTOR_KEY, None)
-    if any(record.get("method") == "mfa" for record in get_authentication_records(request)):
+    if any(record.get("method") == "mfa" for record in get_authentication_records(request, user)):
         session_mark_second_factor(request)
 
 
