@@ -89,8 +89,13 @@ def bob(db):
 
 @pytest.fixture
 def charlie(db):
-    """Staff: uses the admin, and gets no special access to customers' pages."""
-    return _users().UserFactory(email="charlie@example.com", is_staff=True)
+    """Staff: uses the admin and the sandbox area (both its permissions), and gets no special access to
+    customers' pages."""
+    from django.contrib.auth.models import Permission
+
+    user = _users().UserFactory(email="charlie@example.com", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="sandbox_admin"))
+    return user
 
 
 def _client_for(client, user):

@@ -17,6 +17,7 @@ from allauth.account.adapter import get_adapter
 from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.hashers import make_password
+from django.core.validators import MaxLengthValidator
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
@@ -47,6 +48,8 @@ class SignInForm(allauth_forms.LoginForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         login = self.fields["login"]
+        login.max_length = 254  # an address or a username is never longer; the database is not asked
+        login.validators.append(MaxLengthValidator(254))
         login.label = _("E-mail address")
         login.widget.attrs.pop("placeholder", None)
         login.widget.attrs.update({"autocomplete": "username", "inputmode": "email", "autofocus": True})

@@ -15,8 +15,8 @@ import math
 from allauth.account import views as allauth_views
 from django.conf import settings
 from django.forms import Form
-from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.http import HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
 from django.urls import reverse
 
 from users.security import (
@@ -65,7 +65,7 @@ class ReauthenticateView(LockoutMixin, SensitivePageMixin, allauth_views.Reauthe
     def get(self, request, *args, **kwargs):
         next_url = self.get_next_url()
         if next_url and is_recently_authenticated(request):
-            return redirect(next_url)
+            return HttpResponseRedirect(next_url)
         return super().get(request, *args, **kwargs)
 
     def get_default_success_url(self):
