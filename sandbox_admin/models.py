@@ -1,7 +1,7 @@
 """The permissions of the staff sandbox area. The area has no data of its own (its data is the bank's), so the
 permissions hang on a model whose table stays empty: ``sandbox_admin.view_sandbox`` reads the bank's sandbox
-customers, ``sandbox_admin.change_sandbox`` creates customers, agreements, accounts and mock transactions and resets the
-sandbox. The roles (staff/migrations) grant them: support may view, operators may also change."""
+customers, ``sandbox_admin.change_sandbox`` creates customers, agreements, accounts and mock transactions and
+resets the sandbox. The roles (staff/migrations) grant them: support may view, operators may also change."""
 
 from django.db import models
 
