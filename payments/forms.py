@@ -10,6 +10,7 @@ Two journeys share the form:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -114,12 +115,20 @@ def _text(
     )
 
 
+#: An amount as people type it, once the spaces are gone: ASCII digits, one optional decimal separator, an optional
+#: sign (a minus is then refused as "not more than zero", which says more than "not a number").
+_PLAIN_AMOUNT = re.compile(r"[+-]?[0-9]+(?:[.,][0-9]+)?|[+-]?[.,][0-9]+", re.ASCII)
+
+
 class AmountField(forms.DecimalField):
     """A DecimalField that also accepts the spaces people group digits with ("150 000", "1 250,50" in nb).
 
     Only the active language's decimal separator is accepted, and the other of "." and "," is refused with a
     message saying so: in Norwegian "150.000" means 150 000 (a point groups thousands), while Python would read
     150, and in English "150,000" could be either. Spaces are the one grouping accepted in both languages.
+
+    Only ASCII digits: Python's Decimal would also read "1_000", Arabic-Indic and full-width digits, exponents
+    ("1e5") and "NaN", none of which a person means as an amount here.
 
     Zeros typed beyond ``decimal_places`` are dropped ("100.000000" is 100.00000), so that, as
     payments.validators.validate_amount says, the value is checked and not the typing; a non-zero digit there
@@ -135,6 +144,7 @@ class AmountField(forms.DecimalField):
             "Write the amount without commas: use a point for decimals and a space (or nothing) between "
             "thousands, for example 150 000 or 1 250.50."
         ),
+        "not_digits": _("Write the amount with the digits 0-9 only, for example 150 000 or 1 250.50."),
     }
 
     def to_python(self, value):
@@ -145,6 +155,10 @@ class AmountField(forms.DecimalField):
                 raise ValidationError(self.error_messages["point_in_comma_locale"], code="point_in_comma_locale")
             if decimal_separator == "." and "," in value:
                 raise ValidationError(self.error_messages["comma_in_point_locale"], code="comma_in_point_locale")
+            if value and not _PLAIN_AMOUNT.fullmatch(value):
+                if any(char == "_" or (char.isdigit() and not char.isascii()) for char in value):
+                    raise ValidationError(self.error_messages["not_digits"], code="not_digits")
+                raise ValidationError(self.error_messages["invalid"], code="invalid")
         number = super().to_python(value)
         if number is not None and self.decimal_places is not None and number.is_finite():
             step = Decimal(1).scaleb(-self.decimal_places)
@@ -214,7 +228,7 @@ class CrossBorderPaymentForm(forms.Form):
     requested_execution_date = forms.DateField(
         label=_("Execution date"),
         required=False,
-        help_text=_("Leave empty to pay as soon as possible."),
+        help_text=_("Leave empty to pay as soon as possible. At most one year ahead."),
         widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
         error_messages={"invalid": _("Enter a date, for example 2026-12-24.")},
     )

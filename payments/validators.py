@@ -365,12 +365,29 @@ def oslo_today() -> date:
     return timezone.localdate(timezone=OSLO)
 
 
+def latest_execution_date(today: date) -> date:
+    """The furthest execution date the bank accepts: the same day a year later (28 February for 29 February).
+    The bank refuses a later one with EXECUTION_DATE_INVALID (docs/bank-interface.md)."""
+    try:
+        return today.replace(year=today.year + 1)
+    except ValueError:
+        return today.replace(year=today.year + 1, day=28)
+
+
 def validate_execution_date(value: date, *, today: date | None = None) -> None:
-    """Not before today's date in Norway (the bank executes by its own calendar, whatever the user's clock)."""
+    """Not before today's date in Norway (the bank executes by its own calendar, whatever the user's clock), and
+    not further ahead than the bank accepts."""
     today = today or oslo_today()
     if value < today:
         raise ValidationError(
             _("The execution date cannot be in the past (today is %(today)s in Norway)."),
             code="execution_date_past",
             params={"today": today.isoformat()},
+        )
+    latest = latest_execution_date(today)
+    if value > latest:
+        raise ValidationError(
+            _("The bank accepts an execution date at most one year ahead: %(latest)s at the latest."),
+            code="execution_date_too_far",
+            params={"latest": latest.isoformat()},
         )

@@ -10,13 +10,14 @@ from django.utils import timezone
 
 from accounts.models import BankAccount
 from connections.crypto import lookup_hash
-from connections.models import BankConnection, ConnectionState, ScaPurpose, ScaState
+from connections.models import BankConnection, ConnectionState, PsuBinding, ScaPurpose, ScaState
 from tests.factories import UserFactory
 
 
 class BankConnectionFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = BankConnection
+        skip_postgeneration_save = True  # the hook below writes another table, not the connection
 
     user = factory.SubFactory(UserFactory)
     context = "PRIVATE"
@@ -25,6 +26,14 @@ class BankConnectionFactory(factory.django.DjangoModelFactory):
     psu_id_hash = factory.LazyAttribute(lambda c: lookup_hash(c.psu_id))
     sca_at = factory.LazyFunction(timezone.now)
     consent_valid_until = factory.LazyAttribute(lambda c: c.sca_at + timedelta(days=180))
+
+    @factory.post_generation
+    def bound(connection, create, extracted, **kwargs):
+        """The PSU-ID is bound to the connection's user, as the callback binds it (unless already someone's)."""
+        if create and connection.psu_id_hash:
+            PsuBinding.objects.get_or_create(
+                psu_id_hash=connection.psu_id_hash, defaults={"user": connection.user}
+            )
 
 
 class BankAccountFactory(factory.django.DjangoModelFactory):

@@ -109,10 +109,15 @@ def alice_client(client, alice):
 
 
 @pytest.fixture
-def bob_client(client, bob):
-    return _client_for(client, bob)
+def bob_client(bob):
+    """bob's own browser: a test may use it beside alice's (``client``) without either signing the other out."""
+    from django.test import Client
+
+    return _client_for(Client(), bob)
 
 
 @pytest.fixture
-def charlie_client(client, charlie):
-    return _client_for(client, charlie)
+def charlie_client(charlie):
+    from django.test import Client
+
+    return _client_for(Client(), charlie)

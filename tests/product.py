@@ -621,6 +621,17 @@ class Product:
     def scalar(self, query: str, params: tuple = ()):
         return self.db.scalar(query, params)
 
+    def identities_release(self) -> int:
+        """Forget which portal user each bank identity belongs to (``connections.PsuBinding``).
+
+        The sandbox bank has a handful of customers and one PSU-ID per customer for this TPP, and the portal lets
+        one PSU-ID belong to one portal user only. A suite whose journeys each stand for a different person, but
+        sign in at the bank as the same sandbox customer, releases the identities between journeys, as if the
+        earlier person had given up the bank identity. Returns how many were released."""
+        return self.django(
+            "from connections.models import PsuBinding\nresult = PsuBinding.objects.all().delete()[0]"
+        )
+
     def portal_session(self) -> requests.Session:
         session = requests.Session()
         session.headers["User-Agent"] = "tests.product"

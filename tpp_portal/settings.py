@@ -30,7 +30,9 @@ if DJANGO_ENV not in {"development", "test", "production"}:
     raise ImproperlyConfigured(f"DJANGO_ENV: expected development, test or production, got {DJANGO_ENV!r}")
 PRODUCTION = DJANGO_ENV == "production"
 
-VAR_DIR = Path(env.str("VAR_DIR", str(BASE_DIR / "var"), help="directory for SQLite files, broker queue, keys"))
+# Relative to the project (the Makefile passes VAR_DIR=var), made absolute: Django wants absolute cache and file
+# paths (caches.W003), whatever the working directory of the process.
+VAR_DIR = (BASE_DIR / env.str("VAR_DIR", "var", help="directory for SQLite files, broker queue, keys")).resolve()
 PKI_DIR = VAR_DIR / "pki"
 
 # --- core ------------------------------------------------------------------------------------------------

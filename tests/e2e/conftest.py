@@ -113,6 +113,13 @@ def product(tmp_path_factory) -> Iterator[Product]:
         running.worker_kill()
 
 
+@pytest.fixture(autouse=True)
+def _identities_released(product) -> None:
+    """Each journey is another person, but the journeys share the sandbox bank's few customers: the bank
+    identities the earlier journeys bound are released first (``Product.identities_release``)."""
+    product.identities_release()
+
+
 # --- artefacts and checks ----------------------------------------------------------------------------------------
 
 
