@@ -332,10 +332,11 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Argon2id (argon2-cffi) hashes every new password; a stored hash of an older hasher still verifies and is
-# rewritten as Argon2id at the next successful sign-in (Django's hasher upgrade).
+# Argon2id (argon2-cffi) hashes every new password, with OWASP's parameters (m=19 MiB, t=2, p=1: users/hashers.py)
+# instead of Django's 100 MiB and 8 lanes; a stored hash of an older hasher, or of Argon2 with other parameters,
+# still verifies and is rewritten at the next successful sign-in (Django's hasher upgrade).
 PASSWORD_HASHERS = [
-    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "users.hashers.Argon2idPasswordHasher",
     "django.contrib.auth.hashers.PBKDF2PasswordHasher",
     "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
     "django.contrib.auth.hashers.ScryptPasswordHasher",
