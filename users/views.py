@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from allauth.account import views as allauth_views
+from allauth.account.internal.flows.reauthentication import did_recently_reauthenticate
 from django.conf import settings
 from django.forms import Form
 from django.http import HttpResponse, HttpResponseRedirect
@@ -64,7 +65,10 @@ class ReauthenticateView(LockoutMixin, SensitivePageMixin, allauth_views.Reauthe
 
     def get(self, request, *args, **kwargs):
         next_url = self.get_next_url()
-        if next_url and is_recently_authenticated(request):
+        # Straight back only when both clocks call the password recent: the portal's (signing in counts: payments)
+        # and allauth's (only the password typed again counts: a change of second factor). Were allauth's left
+        # out, its pages would send the browser here, here back to them, and round again.
+        if next_url and is_recently_authenticated(request) and did_recently_reauthenticate(request):
             return HttpResponseRedirect(next_url)
         return super().get(request, *args, **kwargs)
 

@@ -43,6 +43,22 @@ def enrol(client, password=DEFAULT_PASSWORD) -> str:
     return secret
 
 
+def test_enrolling_in_a_browser_asks_for_the_password_once_and_comes_back(client, staff, password):
+    """As a browser follows the links: allauth asks for the password again before a change of factors even just
+    after signing in; the password page must show (not send the browser straight back: a redirect loop), and the
+    password brings the browser back to the app's page."""
+    sign_in(client, staff.email, password)
+    page = client.get(reverse("mfa_index"))
+    assert reverse("mfa_activate_totp") in page.content.decode()
+    asked = client.get(reverse("mfa_activate_totp"))
+    assert asked.status_code == 302 and asked["Location"].startswith(reverse("account_reauthenticate"))
+    again = client.get(asked["Location"])
+    assert again.status_code == 200, again.get("Location")
+    back = client.post(asked["Location"], {"password": password})
+    assert back["Location"] == reverse("mfa_activate_totp")
+    assert client.get(back["Location"]).status_code == 200
+
+
 @pytest.mark.parametrize("path", STAFF_PAGES)
 def test_staff_without_a_second_factor_are_sent_to_enrol_first(client, staff, password, path):
     assert sign_in(client, staff.email, password).status_code == 302
