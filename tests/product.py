@@ -853,11 +853,14 @@ def csrf_of(html: str) -> str:
 
 
 def user_create(product: Product, username: str, password: str) -> int:
+    """A portal user with a confirmed address (users.signals, as for accounts staff make): ``username`` itself when
+    it is an e-mail address (as sign-up makes them: it signs in with it), else ``<username>@example.test``."""
     return product.django(
         """
 from django.contrib.auth import get_user_model
-user = get_user_model().objects.create_user(params["username"], f'{params["username"]}@example.test',
-                                            params["password"])
+username = params["username"]
+email = username if "@" in username else f"{username}@example.test"
+user = get_user_model().objects.create_user(username, email, params["password"])
 result = user.pk
 """,
         username=username,
