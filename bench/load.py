@@ -11,6 +11,8 @@ proxy, portal under gunicorn, Celery worker and beat; loopback only), then:
   their unattended refresh (bench.refresh's set-up, run in the product's environment);
 * C portal users connected to the bank through the portal's pages and the real SCA screens, alternating between
   two sandbox customers (3 accounts each): the Locust users sign in as them;
+* the portal runs behind one trusted proxy (TRUSTED_PROXY_COUNT=1, as deployed), and each Locust user sends the
+  X-Forwarded-For of an address of its own: per-address limits see distinct people, as in production;
 * the refresh planner's task (``accounts.plan_refreshes``, as the beat sends it every 5 minutes; sent at once
   instead of waiting for the beat's first tick) is put on the broker; the real worker plans and refreshes every
   due account while Locust runs N simulated users for at most S seconds and R requests
@@ -119,7 +121,7 @@ result = [[[row["resource_key"], row["kind"], row["calls"]] for row in over], re
 def _per_request(stats_csv: Path) -> list[str]:
     with stats_csv.open(newline="") as handle:
         return [
-            f"{row['Name']}: {row['Request Count']} requests, {row['Failure Count']} failed, median "
+            f"{row['Type']} {row['Name']}: {row['Request Count']} requests, {row['Failure Count']} failed, median "
             f"{row['Median Response Time']} ms, p95 {row['95%']} ms"
             for row in csv.DictReader(handle)
             if row["Name"] != "Aggregated"
@@ -159,6 +161,10 @@ def run_load(
         web_workers=2,
         web_threads=8,
         worker_concurrency=worker_concurrency,
+        # Behind one trusted proxy, as deployed (docker/compose.yaml): the Locust users send its X-Forwarded-For,
+        # each with an address of their own (tests/load/locustfile.py), so that the per-address limits of the
+        # sign-in count people, not the one loopback address every simulated user shares.
+        extra_env={"TRUSTED_PROXY_COUNT": "1"},
     ) as product:
         names = [f"load{i}" for i in range(connections)]
         users_create(product, "load", connections, PASSWORD)

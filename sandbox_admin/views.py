@@ -2,7 +2,10 @@
 
 Who sees it: staff only, and only while the configured bank is a sandbox (``BANK_IS_SANDBOX``); otherwise every
 page is a 404, for anonymous visitors too, so nothing shows that the area exists. Signed-in non-staff get a 404,
-anonymous visitors of a sandbox portal are sent to sign in. Views are thin: forms check, ``services`` write,
+anonymous visitors of a sandbox portal are sent to sign in. Among staff, the read pages need
+``sandbox_admin.view_sandbox`` and every page that writes to the bank (its form included) needs
+``sandbox_admin.change_sandbox`` (sandbox_admin/models.py; the roles grant them: support views, operators
+change); without it, 403. Views are thin: forms check, ``services`` write,
 ``selectors`` read; the bank's refusals are shown with its text.
 
 Customer and account ids are the bank's opaque ids (``enc!!...=``): they travel as query parameters, never as
@@ -17,6 +20,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -44,13 +48,24 @@ MAX_TIMINGS = 8
 MAX_ID_LENGTH = 200
 
 
-def staff_sandbox_page(view: View) -> View:
-    """404 unless the bank is a sandbox; then sign-in (idle timeout, never cached) and staff, else 404."""
+VIEW_PERMISSION = "sandbox_admin.view_sandbox"
+CHANGE_PERMISSION = "sandbox_admin.change_sandbox"
+
+
+def staff_sandbox_page(view: View | None = None, *, writes: bool = False):
+    """404 unless the bank is a sandbox; then sign-in (idle timeout, never cached) and staff, else 404; then the
+    permission: ``change_sandbox`` for a page that ``writes`` (and for any request but GET and HEAD), else
+    ``view_sandbox``, else 403."""
+    if view is None:
+        return functools.partial(staff_sandbox_page, writes=writes)
 
     @functools.wraps(view)
     def staff_only(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not (request.user.is_active and request.user.is_staff):
             raise Http404("staff only")
+        needed = CHANGE_PERMISSION if writes or request.method not in {"GET", "HEAD"} else VIEW_PERMISSION
+        if not request.user.has_perm(needed):
+            raise PermissionDenied(needed)
         return view(request, *args, **kwargs)
 
     protected = sensitive_page(staff_only)
@@ -145,7 +160,7 @@ def customer(request: HttpRequest) -> HttpResponse:
     )
 
 
-@staff_sandbox_page
+@staff_sandbox_page(writes=True)
 @require_http_methods(["GET", "POST"])
 def customer_create(request: HttpRequest) -> HttpResponse:
     form = CustomerCreateForm(_posted(request))
@@ -166,7 +181,7 @@ def customer_create(request: HttpRequest) -> HttpResponse:
     return render(request, "sandbox_admin/customer_create.html", {"form": form})
 
 
-@staff_sandbox_page
+@staff_sandbox_page(writes=True)
 @require_http_methods(["GET", "POST"])
 def agreement_create(request: HttpRequest) -> HttpResponse:
     try:
@@ -196,7 +211,7 @@ def agreement_create(request: HttpRequest) -> HttpResponse:
     return render(request, "sandbox_admin/agreement_create.html", {"form": form, "customer": company})
 
 
-@staff_sandbox_page
+@staff_sandbox_page(writes=True)
 @require_http_methods(["GET", "POST"])
 def engagement_create(request: HttpRequest) -> HttpResponse:
     try:
@@ -222,7 +237,7 @@ def engagement_create(request: HttpRequest) -> HttpResponse:
     return render(request, "sandbox_admin/engagement_create.html", {"form": form, "customer": company})
 
 
-@staff_sandbox_page
+@staff_sandbox_page(writes=True)
 @require_http_methods(["GET", "POST"])
 def account_create(request: HttpRequest) -> HttpResponse:
     try:
@@ -259,7 +274,7 @@ def account_create(request: HttpRequest) -> HttpResponse:
     return render(request, "sandbox_admin/account_create.html", {"form": form, "customer": owner})
 
 
-@staff_sandbox_page
+@staff_sandbox_page(writes=True)
 @require_http_methods(["GET", "POST"])
 def transaction_create(request: HttpRequest) -> HttpResponse:
     try:
@@ -302,7 +317,7 @@ def transaction_create(request: HttpRequest) -> HttpResponse:
     return render(request, "sandbox_admin/transaction_create.html", {"form": form, "customer": owner})
 
 
-@staff_sandbox_page
+@staff_sandbox_page(writes=True)
 @require_http_methods(["GET", "POST"])
 def reset(request: HttpRequest) -> HttpResponse:
     form = ResetForm(_posted(request))

@@ -1,7 +1,9 @@
 """Fixtures of every portal test: alice (owner), bob (another customer), charlie (staff).
 
-django-axes needs the request when a password is checked, so sign users in with ``client.force_login`` (or the
-``*_client`` fixtures here), never ``client.login``.
+Sign users in with ``client.force_login`` (or the ``*_client`` fixtures here): allauth's sign-in limits need the
+request when a password is checked, which ``client.login`` does not give. A staff user signed in that way gets
+an authenticator app and a session that counts as signed in with it (``staff_second_factor``), as the real
+sign-in gives after the code; tests of the second factor itself mark themselves ``real_second_factor``.
 
 The sandbox bank's tests run from this tree too, with their own settings and no ``django.contrib.auth``:
 the user factories are therefore imported inside the fixtures, never at the top of this module.
@@ -28,6 +30,45 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _own_cache_and_inline_mails(settings, request):
+    """Each test its own empty cache (allauth counts sign-in failures and mails there: one test's failures must
+    not lock out the next), and the account mails sent by the page itself instead of the worker, so that
+    ``mail.outbox`` holds them."""
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": request.node.nodeid}
+    }
+    settings.ACCOUNT_MAIL_QUEUED = False
+    yield
+    from django.core.cache import cache
+
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def staff_second_factor(request):
+    """Staff signed in by force_login have a second factor and used it (see the module's doc)."""
+    if request.node.get_closest_marker("real_second_factor"):
+        yield
+        return
+    from django.contrib.auth.signals import user_logged_in
+
+    def receiver(sender, request, user, **kwargs):
+        from allauth.mfa.models import Authenticator
+
+        from users.security import needs_second_factor, session_mark_second_factor
+
+        if request is None or not needs_second_factor(user):
+            return
+        if not Authenticator.objects.filter(user=user, type=Authenticator.Type.TOTP).exists():
+            Authenticator.objects.create(user=user, type=Authenticator.Type.TOTP, data={"secret": "test"})
+        session_mark_second_factor(request)
+
+    user_logged_in.connect(receiver, dispatch_uid="tests.staff_second_factor")
+    yield
+    user_logged_in.disconnect(dispatch_uid="tests.staff_second_factor")
+
+
 @pytest.fixture
 def password() -> str:
     """The password of alice, bob and charlie."""
@@ -48,8 +89,13 @@ def bob(db):
 
 @pytest.fixture
 def charlie(db):
-    """Staff: uses the admin, and gets no special access to customers' pages."""
-    return _users().UserFactory(email="charlie@example.com", is_staff=True)
+    """Staff: uses the admin and the sandbox area (both its permissions), and gets no special access to
+    customers' pages."""
+    from django.contrib.auth.models import Permission
+
+    user = _users().UserFactory(email="charlie@example.com", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="sandbox_admin"))
+    return user
 
 
 def _client_for(client, user):

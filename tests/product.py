@@ -633,8 +633,14 @@ class Product:
         )
 
     def portal_session(self) -> requests.Session:
+        """A client of the portal. When the portal trusts reverse proxies (``TRUSTED_PROXY_COUNT`` in its
+        environment, as the load run sets it), every request carries the X-Forwarded-For they would set (the
+        client, then each proxy: docker/proxy's form), all on loopback."""
         session = requests.Session()
         session.headers["User-Agent"] = "tests.product"
+        proxies = int(self.env.get("TRUSTED_PROXY_COUNT") or 0)
+        if proxies:
+            session.headers["X-Forwarded-For"] = ", ".join(["127.0.0.1"] * (proxies + 1))
         return session
 
 
@@ -851,11 +857,14 @@ def csrf_of(html: str) -> str:
 
 
 def user_create(product: Product, username: str, password: str) -> int:
+    """A portal user with a confirmed address (users.signals, as for accounts staff make): ``username`` itself when
+    it is an e-mail address (as sign-up makes them: it signs in with it), else ``<username>@example.test``."""
     return product.django(
         """
 from django.contrib.auth import get_user_model
-user = get_user_model().objects.create_user(params["username"], f'{params["username"]}@example.test',
-                                            params["password"])
+username = params["username"]
+email = username if "@" in username else f"{username}@example.test"
+user = get_user_model().objects.create_user(username, email, params["password"])
 result = user.pk
 """,
         username=username,
@@ -869,11 +878,14 @@ def users_create(product: Product, prefix: str, count: int, password: str) -> li
         """
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import make_password
+from allauth.account.models import EmailAddress
 User = get_user_model()
 hashed = make_password(params["password"])
 User.objects.bulk_create([User(username=f'{params["prefix"]}{i}', email=f'{params["prefix"]}{i}@example.test',
                                password=hashed) for i in range(params["count"])])
-result = list(User.objects.filter(username__startswith=params["prefix"]).values_list("pk", flat=True))
+made = list(User.objects.filter(username__startswith=params["prefix"]))
+EmailAddress.objects.bulk_create([EmailAddress(user=u, email=u.email, verified=True, primary=True) for u in made])
+result = [u.pk for u in made]
 """,
         prefix=prefix,
         count=count,
@@ -888,7 +900,7 @@ def sign_in(product: Product, username: str, password: str) -> requests.Session:
     assert page.status_code == 200, page.text[:500]
     done = session.post(
         f"{product.portal_url}/auth/sign-in/",
-        data={"csrfmiddlewaretoken": csrf_of(page.text), "username": username, "password": password},
+        data={"csrfmiddlewaretoken": csrf_of(page.text), "login": username, "password": password},
         headers={"Referer": f"{product.portal_url}/auth/sign-in/"},
         timeout=30,
         allow_redirects=False,

@@ -1,4 +1,4 @@
-"""The address of the person making a request, the same for brute-force protection and PSU-IP-Address."""
+"""The address of the person making a request, the same for the sign-in limits and PSU-IP-Address."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ from ipware import get_client_ip
 
 
 def client_ip(request: HttpRequest) -> str | None:
-    """REMOTE_ADDR, or behind ``TRUSTED_PROXY_COUNT`` proxies the client address they forwarded (django-ipware,
-    configured as django-axes is); None when no address can be found."""
+    """REMOTE_ADDR, or behind ``TRUSTED_PROXY_COUNT`` proxies the client address they forwarded in
+    X-Forwarded-For (a client's own X-Forwarded-For is ignored when no proxy is trusted); None when no address can
+    be found."""
+    proxies = settings.TRUSTED_PROXY_COUNT
     address, _routable = get_client_ip(
         request,
-        proxy_count=settings.AXES_IPWARE_PROXY_COUNT,
-        request_header_order=settings.AXES_IPWARE_META_PRECEDENCE_ORDER,
+        proxy_count=proxies or None,
+        request_header_order=("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if proxies else ("REMOTE_ADDR",),
     )
     return address

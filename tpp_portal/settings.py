@@ -82,7 +82,11 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "csp",
-    "axes",
+    # Sign-up, e-mail confirmation, password reset, re-authentication and sign-in limits (allauth.account);
+    # the second factor of staff (allauth.mfa: TOTP, WebAuthn keys, recovery codes). users/ configures them.
+    "allauth",
+    "allauth.account",
+    "allauth.mfa",
     "tpp_portal",
     "users",
     "connections",
@@ -104,9 +108,11 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "users.security.SessionActivityMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+    # Staff without a second factor are sent to enrol; staff pages need a session signed in with one.
+    "users.security.StaffSecondFactorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
-    "axes.middleware.AxesMiddleware",  # last, as django-axes requires
 ]
 
 ROOT_URLCONF = "tpp_portal.urls"
@@ -346,43 +352,94 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-LOGIN_URL = "login"
+# Argon2id (argon2-cffi) hashes every new password, with OWASP's parameters (m=19 MiB, t=2, p=1: users/hashers.py)
+# instead of Django's 100 MiB and 8 lanes; a stored hash of an older hasher, or of Argon2 with other parameters,
+# still verifies and is rewritten at the next successful sign-in (Django's hasher upgrade).
+PASSWORD_HASHERS = [
+    "users.hashers.Argon2idPasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+]
+LOGIN_URL = "account_login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_HTTPONLY = True
 
-# --- sign-in protection and sensitive sessions (accounts/security.py) -------------------------------------
-AUTHENTICATION_BACKENDS = [
-    # django-axes first: it refuses a locked-out username+IP before any password is checked.
-    "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
-]
-AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
-AXES_FAILURE_LIMIT = 5  # failed sign-ins per username and IP address ...
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
-AXES_COOLOFF_TIME = timedelta(minutes=15)  # ... lock that pair out for this long
-AXES_RESET_ON_SUCCESS = True  # a successful sign-in forgets the earlier failures
-AXES_LOCKOUT_CALLABLE = "users.views.lockout"  # a page saying why and for how long
-# The client's address (django-axes' lockout key, and PSU-IP-Address: tpp_portal.clientip). Behind N trusted
+# --- sign-in, sign-up and their limits: django-allauth (users/adapter.py, users/security.py) ----------------
+AUTHENTICATION_BACKENDS = ["users.backends.AuthenticationBackend"]  # allauth's, one hash per attempt
+ACCOUNT_ADAPTER = "users.adapter.AccountAdapter"
+ACCOUNT_FORMS = {
+    "login": "users.forms.SignInForm",
+    "signup": "users.forms.SignUpForm",
+    "reauthenticate": "users.forms.ReauthenticateForm",
+    "change_password": "users.forms.ChangePasswordForm",
+}
+# Customers sign in with their e-mail address; accounts made by staff may also use their username.
+ACCOUNT_LOGIN_METHODS = {"email", "username"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
+ACCOUNT_UNIQUE_EMAIL = True
+# Nobody signs in before confirming the address, by a code mailed to it and typed in the same browser that
+# signed up (a link could be opened by the owner for a sign-up a stranger made: account pre-hijacking).
+ACCOUNT_EMAIL_VERIFICATION = "mandatory"
+ACCOUNT_EMAIL_VERIFICATION_BY_CODE_ENABLED = True
+ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = True
+# The same answer whether or not an address has an account (sign-up, password reset).
+ACCOUNT_PREVENT_ENUMERATION = True
+ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = True
+ACCOUNT_EMAIL_NOTIFICATIONS = True  # "your password was changed", "a second factor was added" ...
+ACCOUNT_EMAIL_SUBJECT_PREFIX = ""
+# Those mails are rendered by the page and sent by the Celery worker (users.tasks), so that a page answers as fast
+# whether it mailed someone or not; False sends them from the page itself (the in-process tests).
+ACCOUNT_MAIL_QUEUED = True
+ACCOUNT_LOGOUT_ON_GET = False
+ACCOUNT_LOGOUT_ON_PASSWORD_CHANGE = False
+ACCOUNT_SESSION_REMEMBER = True  # the normal session lifetime, as before (no "remember me" box)
+ACCOUNT_USER_MODEL_USERNAME_FIELD = "username"
+PASSWORD_RESET_TIMEOUT = 3600  # a reset link works for one hour
+# Every limit is counted in the cache (CACHES; shared by every web process). Failed passwords (sign-in,
+# re-authentication, a password change's old password): 5 per e-mail address (or username) and client address in
+# 15 minutes, then even the right one is refused until the oldest failure is 15 minutes old (the right one
+# forgets the failures); 10 a minute from one client address whatever the name. Mails: at most 1 sign-up or
+# confirmation code a minute and 3 an hour to one address, 3 reset mails an hour to one address.
+SIGN_IN_FAILURES = 5
+SIGN_IN_COOL_OFF = timedelta(minutes=15)
+ACCOUNT_RATE_LIMITS = {
+    "login": "60/m/ip",
+    "login_failed": f"10/m/ip,{SIGN_IN_FAILURES}/{int(SIGN_IN_COOL_OFF.total_seconds())}s/key",
+    "signup": "10/m/ip,50/h/ip",
+    "confirm_email": "1/m/key,3/h/key",
+    "reset_password": "10/m/ip,3/h/key",
+    "reset_password_from_key": "20/m/ip",
+    # Every POST of these two pages, right or wrong (a wrong password also counts under login_failed).
+    "reauthenticate": "30/m/user",
+    "change_password": "10/m/user",
+    "manage_email": "10/m/user",
+}
+# Staff sign in with a second factor (users.security.StaffSecondFactorMiddleware): an authenticator app (TOTP)
+# or a security key (WebAuthn), with recovery codes.
+MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]
+MFA_TOTP_ISSUER = "Fjordpay"
+MFA_PASSKEY_LOGIN_ENABLED = False
+MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = not PRODUCTION  # http://127.0.0.1 in development
+# The client's address (the sign-in limits' key, and PSU-IP-Address: tpp_portal.clientip). Behind N trusted
 # reverse proxies it is the address they forwarded in X-Forwarded-For; with none, REMOTE_ADDR, and a client's
-# own X-Forwarded-For is ignored (it could otherwise pick the address it is locked out under).
+# own X-Forwarded-For is ignored (it could otherwise pick the address it is limited under).
 TRUSTED_PROXY_COUNT = env.int(
     "TRUSTED_PROXY_COUNT",
     0,
     minimum=0,
     help="number of reverse proxies in front of the portal that set X-Forwarded-For (0: none)",
 )
-AXES_IPWARE_PROXY_COUNT = TRUSTED_PROXY_COUNT or None
-AXES_IPWARE_META_PRECEDENCE_ORDER = (
-    ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if TRUSTED_PROXY_COUNT else ("REMOTE_ADDR",)
-)
+ALLAUTH_TRUSTED_PROXY_COUNT = TRUSTED_PROXY_COUNT  # users.adapter asks tpp_portal.clientip all the same
 # Pages marked users.security.sensitive_page (account data, payments) sign the user out after this many
 # seconds without any request; other pages keep the normal session lifetime.
 SENSITIVE_IDLE_TIMEOUT = 300
 # require_recent_authentication: a payment is submitted only within this many seconds of the password.
 REAUTH_MAX_AGE = 300
+ACCOUNT_REAUTHENTICATION_TIMEOUT = REAUTH_MAX_AGE
 
 # --- encryption at rest of bank identifiers (accounts/crypto.py) ------------------------------------------
 # PSU-ID and PSU-Corporate-ID are stored encrypted (MultiFernet): FIELD_ENCRYPTION_KEYS holds comma-separated
@@ -441,7 +498,6 @@ if PRODUCTION and not _email["EMAIL_BACKEND"].endswith("smtp.EmailBackend"):
 # EMAIL_BACKEND, EMAIL_HOST, EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS, ...
 globals().update(_email)
 EMAIL_TIMEOUT = 20
-PASSWORD_RESET_TIMEOUT = 3600  # a reset link works for one hour
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", "no-reply@fjordpay.invalid", help="sender of e-mails")
 
 # --- i18n, time ------------------------------------------------------------------------------------------
@@ -531,6 +587,5 @@ LOGGING = {
         "django": {"handlers": [], "propagate": True, "level": "INFO"},
         "django.server": {"handlers": [], "propagate": True, "level": "WARNING"},
         "celery": {"handlers": [], "propagate": True, "level": "INFO"},
-        "axes": {"handlers": [], "propagate": True, "level": "WARNING"},
     },
 }

@@ -14,8 +14,8 @@ urlpatterns = [
     path("staff/sandbox/", include("sandbox_admin.urls")),
     path("staff/", include("staff.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
-    # The admin's own password form checks the old password with check_password(), which django-axes never
-    # counts: staff change theirs on the portal's counted page (users.forms.CountedPasswordChangeForm).
+    # The admin's own password form checks the old password with check_password(), which no limit counts: staff
+    # change theirs on the portal's counted page (users.forms.ChangePasswordForm).
     path("admin/password_change/", RedirectView.as_view(pattern_name="password_change"), name="admin-password"),
     path("admin/", admin.site.urls),
 ]

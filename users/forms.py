@@ -1,21 +1,27 @@
-"""Forms of signing up, signing in and confirming the password. They validate; users.services writes."""
+"""allauth's forms with the portal's labels, and the changes that close the attacks of issue "sign-up and sign-in":
+
+- :class:`SignUpForm`: a sign-up for an address whose account was never confirmed replaces that account (and
+  its password) instead of keeping it, so a stranger who signed up first with the owner's address cannot keep a
+  password that works once the owner confirms (account pre-hijacking). An address with a confirmed account gets
+  the same answer as a new one and a mail to its owner (allauth's enumeration prevention); the password typed
+  is hashed all the same, so the answer takes as long.
+- :class:`ReauthenticateForm` and :class:`ChangePasswordForm`: the password typed goes through the adapter's
+  authenticate(), so wrong ones count towards the sign-in limit (allauth's password change checks the old
+  password without counting it).
+"""
 
 from __future__ import annotations
 
-from django import forms
-from django.contrib.auth import authenticate, get_user_model, password_validation
-from django.contrib.auth.forms import AuthenticationForm, PasswordChangeForm, SetPasswordMixin
+from allauth.account import forms as allauth_forms
+from allauth.account.adapter import get_adapter
+from allauth.account.models import EmailAddress
+from django.contrib.auth import get_user_model, password_validation
+from django.contrib.auth.hashers import make_password
+from django.core.validators import MaxLengthValidator
+from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
-from users import services
-
 User = get_user_model()
-
-
-def normalize_sign_in_name(value: str) -> str:
-    """Customers sign in with their e-mail address, which is stored lower-case; other names stay as typed."""
-    value = value.strip()
-    return value.lower() if "@" in value else value
 
 
 def _password_help_text() -> str:
@@ -23,95 +29,91 @@ def _password_help_text() -> str:
     return " ".join(password_validation.password_validators_help_texts())
 
 
-class SignUpForm(SetPasswordMixin, forms.Form):
-    email = forms.EmailField(
-        label=_("E-mail address"),
-        max_length=150,  # it becomes the username
-        widget=forms.EmailInput(attrs={"autocomplete": "email", "autofocus": True}),
-    )
-    password1, password2 = SetPasswordMixin.create_password_fields()
+def pending_sign_ups(email: str) -> list:
+    """The accounts of ``email`` made by a sign-up that was never confirmed: no verified address, never signed
+    in, no staff rights. Any other account with the address (confirmed, or made by staff) is a real one."""
+    users = {address.user for address in EmailAddress.objects.filter(email__iexact=email).select_related("user")}
+    users |= set(User.objects.filter(email__iexact=email))
+    pending = []
+    for user in users:
+        if user.last_login or user.is_staff or user.is_superuser:
+            return []
+        if EmailAddress.objects.filter(user=user, verified=True).exists():
+            return []
+        pending.append(user)
+    return pending
 
-    # No "address already in use" error: that would tell anyone which addresses have accounts. The sign-up
-    # service mails the owner instead, and the page answers the same in every case.
+
+class SignInForm(allauth_forms.LoginForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        login = self.fields["login"]
+        login.max_length = 254  # an address or a username is never longer; the database is not asked
+        login.validators.append(MaxLengthValidator(254))
+        login.label = _("E-mail address")
+        login.widget.attrs.pop("placeholder", None)
+        login.widget.attrs.update({"autocomplete": "username", "inputmode": "email", "autofocus": True})
+        self.fields["password"].widget.attrs.pop("placeholder", None)
+        self.fields["password"].help_text = ""
+
+
+class SignUpForm(allauth_forms.SignupForm):
+    def __init__(self, *args, **kwargs):
+        self.pending: list = []
+        super().__init__(*args, **kwargs)
+        email = self.fields["email"]
+        email.label = _("E-mail address")
+        email.max_length = 150  # it becomes the username
+        email.widget.attrs.pop("placeholder", None)
+        email.widget.attrs.update({"autocomplete": "email", "autofocus": True})
+        self.fields["password1"].label = _("Password")
+        self.fields["password1"].help_text = _password_help_text()
+        self.fields["password2"].label = _("Password confirmation")
+        for name in ("password1", "password2"):
+            self.fields[name].widget.attrs.pop("placeholder", None)
+
+    def validate_unique_email(self, value: str) -> str:
+        pending = pending_sign_ups(value)
+        if pending:
+            self.pending = pending  # replaced in save(): this sign-up is treated as the first one
+            return get_adapter().validate_unique_email(value)
+        return super().validate_unique_email(value)
+
+    def try_save(self, request):
+        if self.account_already_exists:
+            make_password(self.cleaned_data.get("password1"))  # the hashing work of a new account: same time
+        return super().try_save(request)
+
+    def save(self, request):
+        with transaction.atomic():
+            for user in self.pending:
+                # Its confirmation codes die with it (they name the account), and so does its password.
+                user.delete()
+            return super().save(request)
+
+
+class ReauthenticateForm(allauth_forms.ReauthenticateForm):
+    """The password again (before a payment); a wrong one counts towards the sign-in limit."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["password"].help_text = ""
+        self.fields["password"].widget.attrs.pop("placeholder", None)
+        self.fields["password"].widget.attrs["autofocus"] = True
+
+
+class ChangePasswordForm(allauth_forms.ChangePasswordForm):
+    """allauth's password change, the old password checked through authenticate() (counted)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for field in self.fields.values():
+            field.widget.attrs.pop("placeholder", None)
+        self.fields["oldpassword"].help_text = ""
         self.fields["password1"].help_text = _password_help_text()
 
-    def clean_email(self) -> str:
-        return User.objects.normalize_email(self.cleaned_data["email"]).lower()
-
-    def clean(self):
-        cleaned = super().clean()
-        self.validate_passwords()
-        email = cleaned.get("email")
-        # Checked against the would-be user (its username is the same address, so only the e-mail is given and
-        # the similarity message names the e-mail address).
-        self.validate_password_for_user(User(email=email or ""))
-        return cleaned
-
-
-class SignInForm(AuthenticationForm):
-    """Django's sign-in form with the e-mail address as the name; django-axes counts its failures."""
-
-    def __init__(self, request=None, *args, **kwargs):
-        super().__init__(request, *args, **kwargs)
-        self.fields["username"].label = _("E-mail address")
-        self.fields["username"].widget.attrs.update({"autocomplete": "username", "inputmode": "email"})
-
-    def clean_username(self) -> str:
-        return normalize_sign_in_name(self.cleaned_data["username"])
-
-
-class ReauthenticateForm(forms.Form):
-    """The password again, before a payment; a wrong one counts as a failed sign-in (django-axes)."""
-
-    password = forms.CharField(
-        label=_("Password"),
-        strip=False,
-        widget=forms.PasswordInput(attrs={"autocomplete": "current-password", "autofocus": True}),
-    )
-
-    error_messages = {"invalid_password": _("That password is not correct. Please try again.")}
-
-    def __init__(self, *args, request, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.request = request
-
-    def clean_password(self) -> str:
-        password = self.cleaned_data["password"]
-        if not password_confirms_user(self.request, password):
-            raise forms.ValidationError(self.error_messages["invalid_password"], code="invalid_password")
+    def clean_oldpassword(self) -> str:
+        password = self.cleaned_data.get("oldpassword", "")
+        if not get_adapter().reauthenticate(self.user, password):
+            raise get_adapter().validation_error("enter_current_password")
         return password
-
-
-def password_confirms_user(request, password: str) -> bool:
-    """True when ``password`` is the signed-in user's, checked through authenticate() so django-axes counts it.
-
-    A wrong password is a failed sign-in for django-axes (five in a row lock the name and address out; the
-    locked-out answer is raised from authenticate itself). A right one forgets the earlier failures of this user
-    from this address, as a successful sign-in does, so typos spread over a day do not add up to a lockout.
-    """
-    user = request.user
-    authenticated = authenticate(request, username=user.get_username(), password=password)
-    if authenticated is None or authenticated.pk != user.pk:
-        return False
-    services.user_reset_failed_sign_ins(request=request, username=user.get_username())
-    return True
-
-
-class CountedPasswordChangeForm(PasswordChangeForm):
-    """Django's password-change form, but the old password goes through authenticate() (django-axes counts it).
-
-    Django's form calls user.check_password(), which no sign-in limit sees: anyone holding a session could guess
-    the password without limit there.
-    """
-
-    def __init__(self, user, *args, request, **kwargs):
-        super().__init__(user, *args, **kwargs)
-        self.request = request
-
-    def clean_old_password(self) -> str:
-        old_password = self.cleaned_data["old_password"]
-        if not password_confirms_user(self.request, old_password):
-            raise forms.ValidationError(self.error_messages["password_incorrect"], code="password_incorrect")
-        return old_password

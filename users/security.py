@@ -48,6 +48,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.utils.http import urlencode
+from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 LAST_ACTIVITY_KEY = "accounts.last_activity_at"
@@ -313,3 +314,102 @@ def get_owned_or_404(
         return get_object_or_404(queryset, **{owner_field: user}, **lookup)
     except (ValueError, ValidationError) as exc:  # a malformed id is simply not found
         raise Http404("malformed lookup") from exc
+
+
+# --- the second factor of staff ---------------------------------------------------------------------------
+
+#: Set in the session when the user proved a second factor: at sign-in (allauth.mfa's code or key) or by
+#: enrolling one just now.
+SECOND_FACTOR_KEY = "users.second_factor_at"
+#: What a staff user without a second factor may still open: enrolling one (and allauth's password-again page,
+#: which enrolling may ask for), signing out, the language.
+ENROLMENT_VIEWS = frozenset(
+    {
+        "mfa_index",
+        "mfa_activate_totp",
+        "mfa_add_webauthn",
+        "mfa_view_recovery_codes",
+        "mfa_generate_recovery_codes",
+        "mfa_download_recovery_codes",
+        "account_reauthenticate",
+        "account_logout",
+        "set_language",
+    }
+)
+
+
+def has_second_factor(user: Any) -> bool:
+    """True when ``user`` has an authenticator app (TOTP) or a security key (WebAuthn); recovery codes alone are
+    no factor."""
+    from allauth.mfa.models import Authenticator
+
+    return Authenticator.objects.filter(
+        user=user, type__in=[Authenticator.Type.TOTP, Authenticator.Type.WEBAUTHN]
+    ).exists()
+
+
+def session_mark_second_factor(request: HttpRequest) -> None:
+    _write_time(request, SECOND_FACTOR_KEY, now())
+
+
+def session_used_second_factor(request: HttpRequest) -> bool:
+    """True when this session proved a second factor: allauth.mfa's record of the sign-in, or an enrolment."""
+    from allauth.account.authentication import get_authentication_records
+
+    if _read_time(request, SECOND_FACTOR_KEY) is not None:
+        return True
+    return any(record.get("method") == "mfa" for record in get_authentication_records(request, request.user))
+
+
+def needs_second_factor(user: Any) -> bool:
+    return bool(user.is_authenticated and (user.is_staff or user.is_superuser))
+
+
+class StaffSecondFactorMiddleware:
+    """Staff (``is_staff`` or superuser) use the portal only with a second factor (install after
+    MessageMiddleware).
+
+    - Without an authenticator app or a security key, every page but enrolling one sends them to enrol
+      (allauth.mfa's page), with a message saying why; recovery codes are made with the first factor.
+    - With one, the session must have been signed in with it (allauth.mfa asks for it at sign-in) or have
+      enrolled it: a session that skipped it (signed in elsewhere before enrolling, or by any path that did not
+      ask) is signed out and sent to sign in again.
+    """
+
+    def __init__(self, get_response: View) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if getattr(request, "second_factor_enrolling", False) and has_second_factor(request.user):
+            session_mark_second_factor(request)  # proved the new factor to enrol it (allauth checks the code)
+        return response
+
+    def process_view(self, request: HttpRequest, view_func: View, view_args: Any, view_kwargs: Any):
+        user = request.user
+        if not needs_second_factor(user):
+            return None
+        match = getattr(request, "resolver_match", None)
+        name = match.view_name if match is not None else ""
+        if not has_second_factor(user):
+            if name in ENROLMENT_VIEWS:
+                request.second_factor_enrolling = True
+                return None
+            messages.warning(
+                request,
+                _(
+                    "Staff accounts need a second factor. Set up an authenticator app or a security key before "
+                    "you continue."
+                ),
+            )
+            response = redirect("mfa_index")
+            add_never_cache_headers(response)
+            return response
+        if session_used_second_factor(request) or name in {"account_logout", "set_language"}:
+            return None
+        path = request.get_full_path()
+        logout(request)
+        messages.warning(request, _("Please sign in again with your second factor."))
+        response = redirect_to_login(path)
+        add_never_cache_headers(response)
+        return response

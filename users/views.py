@@ -1,28 +1,25 @@
-"""Signing up, in and out, the password pages, "My account" and the password-again page before payments.
+"""Signing up, in and out, the password pages and the password-again page: django-allauth's views, with the
+portal's pages around them. Here only what the portal adds:
 
-Django's own auth views do the work; these classes only choose forms, templates and messages.
+- a sign-in refused by the failed-password limit answers 429 with a page saying why and for how long (sign-in,
+  re-authentication and password change alike);
+- the password-again page before a payment records the moment for ``users.security.require_recent_authentication``
+  and is itself a sensitive page (idle timeout);
+- "My account", and the password change as a sensitive page.
 """
 
 from __future__ import annotations
 
 import math
 
-from axes.helpers import get_cool_off
+from allauth.account import views as allauth_views
+from allauth.account.internal.flows.reauthentication import did_recently_reauthenticate
 from django.conf import settings
-from django.contrib import messages
-from django.contrib.auth import get_user_model, login
-from django.contrib.auth import views as auth_views
-from django.core.exceptions import ValidationError
-from django.shortcuts import redirect, render, resolve_url
-from django.urls import reverse_lazy
-from django.utils.http import url_has_allowed_host_and_scheme, urlsafe_base64_decode
-from django.utils.translation import gettext as _
-from django.views.decorators.cache import never_cache
-from django.views.decorators.csrf import csrf_protect
-from django.views.decorators.debug import sensitive_post_parameters
+from django.forms import Form
+from django.http import HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
 
-from users import services
-from users.forms import CountedPasswordChangeForm, ReauthenticateForm, SignInForm, SignUpForm
 from users.security import (
     SensitivePageMixin,
     is_recently_authenticated,
@@ -30,157 +27,69 @@ from users.security import (
     session_mark_reauthenticated,
 )
 
-_MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+LOCKED_OUT = "too_many_login_attempts"
 
 
-def _safe_next(request, fallback: str) -> str:
-    """The ``next`` address when it is a path inside the portal, else ``fallback``. Only a path ("/...") counts:
-    redirect() would take any other text for a URL name and fail on it."""
-    candidate = request.POST.get("next") or request.GET.get("next") or ""
-    if candidate.startswith("/") and url_has_allowed_host_and_scheme(
-        candidate, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return candidate
-    return resolve_url(fallback)
+def is_locked_out(form: Form) -> bool:
+    """True when the form was refused by the failed-password limit (allauth's "too many attempts")."""
+    return any(error.code == LOCKED_OUT for errors in form.errors.as_data().values() for error in errors)
 
 
-class SignInView(auth_views.LoginView):
-    form_class = SignInForm
-    template_name = "registration/login.html"
-    redirect_authenticated_user = True
+def lockout(request) -> HttpResponse:
+    """The answer to a password check refused by the limit: why, for how long, and the way out (a reset)."""
+    minutes = math.ceil(settings.SIGN_IN_COOL_OFF.total_seconds() / 60)
+    return render(request, "registration/lockout.html", {"cooloff_minutes": minutes}, status=429)
 
 
-class SignOutView(auth_views.LogoutView):
-    def post(self, request, *args, **kwargs):
-        response = super().post(request, *args, **kwargs)
-        messages.info(request, _("You have signed out."))
+class LockoutMixin:
+    def form_invalid(self, form):
+        if is_locked_out(form):
+            return lockout(self.request)
+        return super().form_invalid(form)
+
+
+class SignInView(LockoutMixin, allauth_views.LoginView):
+    pass
+
+
+class SignOutView(allauth_views.LogoutView):
+    http_method_names = ["post", "options"]  # a link or a prefetch never signs anyone out
+
+
+class SignUpView(allauth_views.SignupView):
+    pass
+
+
+class ReauthenticateView(LockoutMixin, SensitivePageMixin, allauth_views.ReauthenticateView):
+    """The password again before a payment; returns to ``next`` (an address inside the portal)."""
+
+    def get(self, request, *args, **kwargs):
+        next_url = self.get_next_url()
+        # Straight back only when both clocks call the password recent: the portal's (signing in counts: payments)
+        # and allauth's (only the password typed again counts: a change of second factor). Were allauth's left
+        # out, its pages would send the browser here, here back to them, and round again.
+        if next_url and is_recently_authenticated(request) and did_recently_reauthenticate(request):
+            return HttpResponseRedirect(next_url)
+        return super().get(request, *args, **kwargs)
+
+    def get_default_success_url(self):
+        return reverse("account")
+
+    def form_valid(self, form):
+        session_mark_reauthenticated(self.request)
+        return super().form_valid(form)
+
+
+class PasswordChangeView(LockoutMixin, SensitivePageMixin, allauth_views.PasswordChangeView):
+    def get_default_success_url(self):
+        return reverse("account")
+
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        session_mark_reauthenticated(self.request)
         return response
-
-
-@sensitive_post_parameters("password1", "password2")
-@csrf_protect
-@never_cache
-def sign_up(request):
-    """Always the same answer, "check your e-mail", whether or not the address has an account (see the service)."""
-    if request.user.is_authenticated:
-        return redirect(settings.LOGIN_REDIRECT_URL)
-    form = SignUpForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        services.user_sign_up(
-            email=form.cleaned_data["email"],
-            password=form.cleaned_data["password1"],
-            next_url=_safe_next(request, "account"),
-        )
-        return redirect("signup_sent")
-    return render(request, "registration/signup.html", {"form": form, "next": request.GET.get("next", "")})
-
-
-def sign_up_sent(request):
-    return render(request, "registration/signup_sent.html")
-
-
-@csrf_protect
-@never_cache
-def sign_up_confirm(request, uidb64, token):
-    """The link of the confirmation mail: a page with one button (a GET changes nothing, for mail scanners)."""
-    user = _user_from_uidb64(uidb64)
-    valid = user is not None and services.sign_up_token_generator.check_token(user, token)
-    if valid and request.method == "POST":
-        services.user_activate(user=user)
-        login(request, user, backend=_MODEL_BACKEND)
-        messages.success(request, _("Welcome! Your account is ready."))
-        return redirect(_safe_next(request, "account"))
-    return render(
-        request,
-        "registration/signup_confirm.html",
-        {"validlink": valid, "next": request.GET.get("next", "")},
-        status=200 if valid else 400,
-    )
-
-
-def _user_from_uidb64(uidb64: str):
-    User = get_user_model()
-    try:
-        return User.objects.get(pk=urlsafe_base64_decode(uidb64).decode())
-    except (TypeError, ValueError, OverflowError, User.DoesNotExist, ValidationError):
-        return None
 
 
 @sensitive_page
 def account(request):
     return render(request, "users/account.html", {"account_user": request.user})
-
-
-class PasswordChangeView(SensitivePageMixin, auth_views.PasswordChangeView):
-    form_class = CountedPasswordChangeForm  # a wrong old password counts as a failed sign-in (django-axes)
-    template_name = "registration/password_change_form.html"
-    success_url = reverse_lazy("password_change_done")
-
-    def get_form_kwargs(self):
-        return {**super().get_form_kwargs(), "request": self.request}
-
-    def form_valid(self, form):
-        response = super().form_valid(form)
-        services.user_send_password_changed_notice(user=form.user)
-        return response
-
-
-class PasswordChangeDoneView(SensitivePageMixin, auth_views.PasswordChangeDoneView):
-    template_name = "registration/password_change_done.html"
-
-
-class PasswordResetView(auth_views.PasswordResetView):
-    template_name = "registration/password_reset_form.html"
-    email_template_name = "registration/password_reset_email.txt"
-    subject_template_name = "registration/password_reset_subject.txt"
-    success_url = reverse_lazy("password_reset_done")
-
-    @property
-    def extra_email_context(self):
-        # The link is built from the configured address, never from the request's Host header.
-        return {"portal_base_url": settings.PORTAL_BASE_URL.rstrip("/")}
-
-
-class PasswordResetDoneView(auth_views.PasswordResetDoneView):
-    template_name = "registration/password_reset_done.html"
-
-
-class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
-    template_name = "registration/password_reset_confirm.html"
-    success_url = reverse_lazy("password_reset_complete")
-
-    def form_valid(self, form):
-        response = super().form_valid(form)
-        services.user_send_password_changed_notice(user=form.user)
-        return response
-
-
-class PasswordResetCompleteView(auth_views.PasswordResetCompleteView):
-    template_name = "registration/password_reset_complete.html"
-
-
-@sensitive_post_parameters("password")
-@csrf_protect
-@sensitive_page
-def reauthenticate(request):
-    """The password again before a payment; records the time and returns to ``next``."""
-    next_url = _safe_next(request, "account")
-    if request.method == "GET" and "next" in request.GET and is_recently_authenticated(request):
-        return redirect(next_url)
-    form = ReauthenticateForm(request.POST or None, request=request)
-    if request.method == "POST" and form.is_valid():
-        session_mark_reauthenticated(request)
-        return redirect(next_url)
-    return render(request, "registration/reauthenticate.html", {"form": form, "next": next_url})
-
-
-def lockout(request, original_response=None, credentials=None):
-    """django-axes' answer to a locked-out sign-in (AXES_LOCKOUT_CALLABLE): a page saying why and how long."""
-    cool_off = get_cool_off(request)
-    minutes = math.ceil(cool_off.total_seconds() / 60) if cool_off else None
-    return render(
-        request,
-        "registration/lockout.html",
-        {"cooloff_minutes": minutes},
-        status=settings.AXES_HTTP_RESPONSE_CODE,
-    )

@@ -5,7 +5,8 @@ as a customer with a bank connection, account, transaction and payment (made by 
 admin's superuser. axe-core is the copy bundled in the axe-playwright-python package (MPL-2.0), injected from
 the test: nothing is fetched from outside and the portal's CSP stays as it is. No serious or critical
 violation is allowed. The keyboard test tabs through every POST form of those pages and checks that each
-visible control receives the focus; the sign-in and sign-up forms are then filled and sent with Enter alone.
+visible control receives the focus; the sign-in and sign-up forms (and the sign-up's mailed code) are then filled
+and sent with Enter alone.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from django.test import Client
 from devtools.livebank import free_port
 from tests.browser.axe import axe_violations, describe
 from tests.security.pages import make_world, pages
+from tests.users.helpers import code_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -176,6 +178,16 @@ def test_sign_up_by_keyboard_alone(page, live_server, mailoutbox):
         if index < len(fields) - 1:
             page.keyboard.press("Tab")
     page.keyboard.press("Enter")
-    page.wait_for_url(f"{live_server.url}/auth/sign-up/sent/")
+    page.wait_for_url(f"{live_server.url}/auth/sign-up/confirm/")
     assert len(mailoutbox) == 1 and mailoutbox[0].to == ["keyboard@example.com"]
+    # The mailed code, typed in the same page by keyboard alone.
+    for _ in range(80):
+        if page.evaluate("() => document.activeElement.name === 'code'"):
+            break
+        page.keyboard.press("Tab")
+    else:
+        raise AssertionError("the code field never received the focus with Tab")
+    page.keyboard.type(code_in(mailoutbox[0]))
+    page.keyboard.press("Enter")
+    page.wait_for_selector("text=Signed in as keyboard@example.com")
     assert page.problems == []

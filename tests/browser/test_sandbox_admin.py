@@ -1,28 +1,46 @@
 """The staff sandbox area in a real browser against the running sandbox bank: the customer list with both
-toggles, the time each listing took, and the "use in test" copy box."""
+toggles, the time each listing took, and the "use in test" copy box. The staff user signs in as staff do: the
+password, then the code of an authenticator app (made with allauth.mfa's API)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.live_bank import live_bank, live_bank_server  # noqa: F401
+from tests.second_factor import new_totp_secret, totp_code
 
-pytestmark = [pytest.mark.browser, pytest.mark.live_bank, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.live_bank,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.real_second_factor,
+]
 
 KNOWN_NUMBERS = ["13039319955", "12085592767", "18129215603", "20079518612"]  # facts.md section 1
 
 
 def test_staff_lists_sandbox_customers_with_both_toggles(page, live_server, live_bank, artifacts_dir):  # noqa: F811
+    from allauth.mfa.totp.internal.auth import TOTP
     from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
 
-    get_user_model().objects.create_user(
+    staff = get_user_model().objects.create_user(
         "staff@example.invalid", "staff@example.invalid", "a-long-test-password", is_staff=True
     )
+    # What the support group gives (its rows are made by a migration, which a transactional test has flushed).
+    staff.user_permissions.add(
+        Permission.objects.get(content_type__app_label="sandbox_admin", codename="view_sandbox")
+    )
+    secret = new_totp_secret()
+    TOTP.activate(staff, secret)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
     page.goto(f"{live_server.url}/auth/sign-in/")
     page.get_by_label("E-mail address").fill("staff@example.invalid")
     page.get_by_label("Password").fill("a-long-test-password")
     page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/auth/2fa/authenticate/")
+    page.locator("input[name=code]").fill(totp_code(secret))
+    page.locator("main").get_by_role("button", name="Sign in").click()
     page.wait_for_selector("text=Signed in as staff@example.invalid")
 
     page.get_by_role("link", name="Sandbox bank").click()

@@ -5,7 +5,11 @@ in front of it, the portal under gunicorn, a Celery worker and a Celery beat. No
 The portal's processes use ``tests.e2e.settings`` (the product's settings with faster beat clocks and the bank's
 SCA screens as a form target); its database is a SQLite file, or with ``DATABASE_URL`` a PostgreSQL database
 made for the session; its broker and cache are ``REDIS_URL`` when set, else the filesystem broker. Its mail goes
-to files (``filemail``) in ``<product directory>/mail``, read by :func:`mail_link`.
+to files (``filemail``) in ``<product directory>/mail``, read by :func:`mail_link` (the sign-up's confirmation code
+among them).
+
+Staff sign in with a second factor, as the product asks: an authenticator app (TOTP) whose codes the tests compute
+from its secret with allauth.mfa's own TOTP functions, the same the portal checks them with.
 
 Every test here is marked ``browser``, ``live_bank`` and ``product``. Screenshots go to
 ``test-artifacts/screenshots/e2e/`` (``TEST_ARTIFACTS_DIR`` overrides the root), kept as CI artefacts.
@@ -15,15 +19,26 @@ Fixtures: ``product`` (package, a :class:`tests.product.Product`), ``browser`` (
 
 Helpers (stable signatures; keyword-only after the first arguments):
 
-* ``create_user(product, *, email, password, staff=False, superuser=False, groups=()) -> int``: a portal user
-  made in the portal's database (username = e-mail, as sign-up makes them); ``groups``: staff group names
-  ("operators", "support").
-* ``sign_up(page, product, *, email, password, on_screen=None) -> None``: the sign-up page, the mailed link,
-  "Activate my account"; the browser is then signed in. ``on_screen(page, step)``: called on each page.
+* ``create_user(product, *, email, password, staff=False, superuser=False, groups=(), totp_secret=None) -> int``:
+  a portal user made in the portal's database (username = e-mail, as sign-up makes them; its address confirmed, as
+  for any account staff make); ``groups``: staff group names ("operators", "support"); ``totp_secret``: an
+  authenticator app enrolled with this secret (allauth.mfa's ``TOTP.activate``) and recovery codes, as enrolling
+  through the pages leaves them (staff without one are sent to enrol at their first sign-in).
+* ``new_totp_secret() -> str``, ``totp_code(secret) -> str``: from tests/second_factor.py (a fresh authenticator
+  secret; the app's code of now, never the same code twice for one secret: the portal takes each code once).
+* ``enrol_totp(page, product, *, password, on_screen=None) -> str``: a signed-in staff user without a second
+  factor sets up an authenticator app through the portal's pages (from wherever the portal sent them: it sends
+  them to ``/auth/2fa/``): the app's page shows the secret, the code is typed, the recovery codes are shown.
+  Returns the secret. ``on_screen(page, step)``: called on each page ("index", "password-again", "activate",
+  "recovery-codes").
+* ``sign_up(page, product, *, email, password, on_screen=None) -> None``: the sign-up page, then the code of the
+  mail typed on the page that asks for it; the browser is then signed in. ``on_screen(page, step)``: called on
+  each page ("form", "code", "welcome").
 * ``sign_up_or_create_user(product, *, email, password, page=None, **create_user options) -> None``: through
   the pages when ``page`` is given, else ``create_user``.
-* ``sign_in(page, product, username, password, *, keyboard=False) -> None``: the sign-in page (by keyboard
-  alone with ``keyboard``); returns once the portal has signed the browser in.
+* ``sign_in(page, product, username, password, *, keyboard=False, totp_secret=None) -> None``: the sign-in
+  page (by keyboard alone with ``keyboard``) and, when the portal asks for the second factor, the code of the
+  authenticator app with ``totp_secret``; returns once the portal has signed the browser in.
 * ``connect_bank(page, product, *, identity, context="private", agreement=None, accounts=None,
   access="accounts", keyboard=False, on_screen=None) -> None``: the portal's connect form (by keyboard alone with
   ``keyboard``), then :func:`authorise_at_bank`; returns on the portal's page the bank sent the browser back to.
@@ -57,6 +72,7 @@ from tests.browser.axe import axe_violations, describe
 from tests.browser.fixtures import ROOT
 from tests.browser.problems import portal_problems
 from tests.product import Product, wait_until, whole_product
+from tests.second_factor import new_totp_secret, totp_code
 
 ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS_DIR", ROOT / "test-artifacts")) / "screenshots" / "e2e"
 E2E_DIR = Path(__file__).resolve().parent
@@ -67,12 +83,15 @@ __all__ = [
     "axe_check",
     "connect_bank",
     "create_user",
+    "enrol_totp",
     "mail_link",
+    "new_totp_secret",
     "shot",
     "sign_in",
     "sign_up",
     "sign_up_or_create_user",
     "tab_to",
+    "totp_code",
     "wait_until",
     "watch",
 ]
@@ -204,10 +223,15 @@ def create_user(
     staff: bool = False,
     superuser: bool = False,
     groups: tuple[str, ...] = (),
+    totp_secret: str | None = None,
 ) -> int:
-    """A portal user in the portal's database; its username is its e-mail address, as sign-up makes it."""
+    """A portal user in the portal's database; its username is its e-mail address, as sign-up makes it, and the
+    address is confirmed (users.signals, as for every account staff make). With ``totp_secret``, an
+    authenticator app with that secret and recovery codes (allauth.mfa's API)."""
     return product.django(
         """
+from allauth.mfa.recovery_codes.internal.auth import RecoveryCodes
+from allauth.mfa.totp.internal.auth import TOTP
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 make = get_user_model().objects.create_superuser if params["superuser"] else get_user_model().objects.create_user
@@ -216,6 +240,9 @@ user.is_staff = params["staff"] or params["superuser"]
 user.save(update_fields=["is_staff"])
 user.groups.set(Group.objects.filter(name__in=params["groups"]))
 assert user.groups.count() == len(params["groups"]), "unknown group"
+if params["totp_secret"]:
+    TOTP.activate(user, params["totp_secret"])
+    RecoveryCodes.activate(user)
 result = user.pk
 """,
         email=email,
@@ -223,14 +250,50 @@ result = user.pk
         staff=staff,
         superuser=superuser,
         groups=list(groups),
+        totp_secret=totp_secret,
     )
+
+
+# --- the second factor -------------------------------------------------------------------------------------------
+
+
+def enrol_totp(
+    page, product: Product, *, password: str, on_screen: Callable[[Any, str], None] | None = None
+) -> str:
+    """A signed-in staff user without a second factor sets up an authenticator app through the pages; returns its
+    secret (read from the page, as a person would type it into the app). ``on_screen(page, step)`` is called on
+    each page ("index": the portal's demand and the choice of factors, "password-again": allauth asks for it before
+    a change of factors, "activate": the secret and the code field, "recovery-codes": the codes made with the first
+    factor)."""
+    screen = on_screen or (lambda page, step: None)
+    page.goto(f"{product.portal_url}/")
+    page.wait_for_url(re.compile(r"/auth/2fa/$"))  # staff without a second factor are sent to enrol
+    screen(page, "index")
+    page.locator("main").get_by_role("link", name="Activate").click()
+    page.wait_for_url(re.compile(r"/auth/(2fa/totp/activate|confirm-password)/"))
+    if "/auth/confirm-password/" in page.url:  # allauth asks for the password before a change of factors
+        screen(page, "password-again")
+        page.locator("input[name=password]").fill(password)
+        page.locator("main").get_by_role("button", name="Continue").click()
+        page.wait_for_url(re.compile(r"/auth/2fa/totp/activate/"))
+    secret = page.locator("#authenticator_secret").input_value()
+    assert re.fullmatch(r"[A-Z2-7]{16,}=*", secret), secret
+    screen(page, "activate")
+    page.locator("input[name=code]").fill(totp_code(secret))
+    page.locator("main").get_by_role("button", name="Activate").click()
+    page.wait_for_url(re.compile(r"/auth/2fa/recovery-codes/$"))
+    codes = page.locator("#recovery_codes").input_value().split()
+    assert len(codes) == 10 and all(re.fullmatch(r"\d{8}", code) for code in codes), codes
+    screen(page, "recovery-codes")
+    return secret
 
 
 def sign_up(
     page, product: Product, *, email: str, password: str, on_screen: Callable[[Any, str], None] | None = None
 ) -> None:
-    """Sign up through the page and activate the account from the mailed link; the browser is then signed in.
-    ``on_screen(page, step)`` is called on each page ("form", "sent", "confirm", "welcome")."""
+    """Sign up through the page and confirm the address with the mailed code, typed on the page that asks for it
+    (in this browser, the one that signed up); the browser is then signed in. ``on_screen(page, step)`` is called
+    on each page ("form", "code", "welcome")."""
     screen = on_screen or (lambda page, step: None)
     page.goto(f"{product.portal_url}/auth/sign-up/")
     screen(page, "form")
@@ -238,13 +301,14 @@ def sign_up(
     page.locator("#id_password1").fill(password)
     page.locator("#id_password2").fill(password)
     page.get_by_role("button", name="Create account").click()
-    page.wait_for_url(re.compile(r"/auth/sign-up/sent/"))
-    screen(page, "sent")
-    path = mail_link(product, to=email, pattern=r"https?://[^/\s]+(/auth/sign-up/confirm/\S+)")
-    page.goto(product.portal_url + path)
-    screen(page, "confirm")
-    page.get_by_role("button", name="Activate my account").click()
-    page.wait_for_selector("text=Welcome! Your account is ready.")
+    page.wait_for_url(re.compile(r"/auth/sign-up/confirm/"))
+    screen(page, "code")
+    code = mail_link(product, to=email, pattern=r"(?m)^\s*([A-Z0-9]{4}-[A-Z0-9]{4})\s*$")
+    page.locator("input[name=code]").fill(code)
+    page.get_by_role("button", name="Confirm").click()
+    page.wait_for_url(lambda url: "/auth/sign-up/" not in url)
+    page.wait_for_selector(f"text=Signed in as {email}")
+    assert f"You have confirmed {email}." in page.locator(".messages").inner_text()
     screen(page, "welcome")
 
 
@@ -257,11 +321,20 @@ def sign_up_or_create_user(product: Product, *, email: str, password: str, page=
         create_user(product, email=email, password=password, **options)
 
 
-def sign_in(page, product: Product, username: str, password: str, *, keyboard: bool = False) -> None:
-    """Sign in through the portal's sign-in page (by keyboard alone with ``keyboard``)."""
+def sign_in(
+    page,
+    product: Product,
+    username: str,
+    password: str,
+    *,
+    keyboard: bool = False,
+    totp_secret: str | None = None,
+) -> None:
+    """Sign in through the portal's sign-in page (by keyboard alone with ``keyboard``), with the authenticator
+    app's code when the portal asks for the second factor."""
     page.goto(f"{product.portal_url}/auth/sign-in/")
     if keyboard:
-        tab_to(page, "input[name=username]")
+        tab_to(page, "input[name=login]")
         page.keyboard.type(username)
         page.keyboard.press("Tab")
         assert page.evaluate("() => document.activeElement.name") == "password"
@@ -272,6 +345,17 @@ def sign_in(page, product: Product, username: str, password: str, *, keyboard: b
         page.locator("input[name=password]").fill(password)
         page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(lambda url: "/auth/sign-in/" not in url)
+    if "/auth/2fa/authenticate/" in page.url:
+        assert totp_secret, f"{username}: the portal asks for a second factor and the test has none"
+        code = totp_code(totp_secret)
+        if keyboard:
+            tab_to(page, "input[name=code]")
+            page.keyboard.type(code)
+            page.keyboard.press("Enter")
+        else:
+            page.locator("input[name=code]").fill(code)
+            page.locator("main").get_by_role("button", name="Sign in").click()
+        page.wait_for_url(lambda url: "/auth/2fa/authenticate/" not in url)
     page.wait_for_selector("button:has-text('Sign out')")
 
 

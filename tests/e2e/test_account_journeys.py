@@ -39,7 +39,7 @@ result = list(BankAccount.objects.filter(connection__user__username=params["emai
 
 
 def _signing_up(page, step: str) -> None:
-    """Each page of signing up (the form, "check your mail", the mailed link's page, the welcome)."""
+    """Each page of signing up (the form, the page asking for the mailed code, the welcome)."""
     shot(page, f"private-connection-1-sign-up-{step}")
     axe_check(page)
 

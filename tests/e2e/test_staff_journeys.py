@@ -1,8 +1,10 @@
 """The staff journeys of issue #9 in chromium against the running product (tests/e2e/conftest.py): an operator
-in the Django admin (a connection, the bank-call audit log with a filter, the staff dashboard), a support user
-who may look but not change, and the sandbox admin (the customer list with both toggles, a new customer, and
-the bank's own words when it refuses a form). Screenshots are named after the journey and the step; each page
-type is checked with axe once."""
+who first sets up the second factor through the pages (an authenticator app, its recovery codes) and signs in
+again with its code, then uses the Django admin (a connection, the bank-call audit log with a filter, the staff
+dashboard); a support user who may look but not change, and the sandbox admin (the customer list with both
+toggles, a new customer, and the bank's own words when it refuses a form), both with an authenticator app made
+for them and its code at sign-in. Screenshots are named after the journey and the step; each page type is checked
+with axe once."""
 
 from __future__ import annotations
 
@@ -12,7 +14,16 @@ import pytest
 from stdnum.no import fodselsnummer
 
 from tests import product as whole
-from tests.e2e.conftest import axe_check, create_user, shot, sign_in, tab_to, watch
+from tests.e2e.conftest import (
+    axe_check,
+    create_user,
+    enrol_totp,
+    new_totp_secret,
+    shot,
+    sign_in,
+    tab_to,
+    watch,
+)
 
 PRIVATE_1 = "13039319955"
 KNOWN_NUMBERS = ["13039319955", "12085592767", "18129215603", "20079518612"]  # facts.md section 1
@@ -49,7 +60,17 @@ def test_operator_uses_the_admin_audit_log_and_dashboard(page, product, customer
     problems = watch(page, product)
     email = "e2e-operator@example.invalid"
     create_user(product, email=email, password=PASSWORD, staff=True, groups=("operators",))
-    sign_in(page, product, email, PASSWORD)
+    sign_in(page, product, email, PASSWORD)  # the password alone: no second factor yet
+
+    def enrolling(page, step: str) -> None:
+        shot(page, f"staff-admin-0-second-factor-{step}")
+        axe_check(page)
+
+    secret = enrol_totp(page, product, password=PASSWORD, on_screen=enrolling)
+    # From now on the password alone signs nobody in: the sign-in asks for the app's code.
+    page.locator("header").get_by_role("button", name="Sign out").click()
+    page.wait_for_selector("header a:has-text('Sign in')")
+    sign_in(page, product, email, PASSWORD, totp_secret=secret)
     page.get_by_role("link", name="Staff").click()
     page.wait_for_url(re.compile(r"/admin/$"))
     axe_check(page)
@@ -97,8 +118,9 @@ def test_operator_uses_the_admin_audit_log_and_dashboard(page, product, customer
 def test_support_can_view_but_not_change(page, product, customer_connection):
     problems = watch(page, product)
     email = "e2e-support@example.invalid"
-    create_user(product, email=email, password=PASSWORD, staff=True, groups=("support",))
-    sign_in(page, product, email, PASSWORD)
+    secret = new_totp_secret()
+    create_user(product, email=email, password=PASSWORD, staff=True, groups=("support",), totp_secret=secret)
+    sign_in(page, product, email, PASSWORD, totp_secret=secret)
 
     page.goto(f"{product.portal_url}/admin/connections/bankconnection/")
     assert page.locator(f"#result_list a[href$='/{customer_connection}/change/']").count() == 1
@@ -127,8 +149,9 @@ def test_support_can_view_but_not_change(page, product, customer_connection):
 def test_sandbox_admin_lists_creates_and_shows_the_banks_refusal(page, product):
     problems = watch(page, product)
     email = "e2e-sandbox@example.invalid"
-    create_user(product, email=email, password=PASSWORD, staff=True, groups=("operators",))
-    sign_in(page, product, email, PASSWORD)
+    secret = new_totp_secret()
+    create_user(product, email=email, password=PASSWORD, staff=True, groups=("operators",), totp_secret=secret)
+    sign_in(page, product, email, PASSWORD, keyboard=True, totp_secret=secret)
     page.get_by_role("link", name="Sandbox bank").click()
     page.wait_for_selector("h1:has-text('Sandbox customers')")
 

@@ -5,6 +5,12 @@ Each simulated user signs in with one of the accounts in ``LOAD_USERS`` (comma-s
 real pages: the form, the review (with the password typed again when the portal asks for it), the one submission
 (the bank is called once). Every payment has an amount of
 its own (the bank refuses a logical duplicate: same debtor, creditor, amount and day).
+
+Each simulated user is a person at an address of their own, as real users are: every request carries the
+X-Forwarded-For that the deployment's proxy sets (docker/proxy: "client, proxy"), with a client address of the
+benchmarking block 198.18.0.0/15 (RFC 2544; only a header value, never contacted). bench/load.py runs the portal
+with TRUSTED_PROXY_COUNT=1, so its per-address limits (the sign-in's, tpp_portal.clientip) see 20 people, not one
+address sending everything; a portal that trusts no proxy ignores the header.
 """
 
 from __future__ import annotations
@@ -21,6 +27,11 @@ _next_user = itertools.count()
 _next_amount = itertools.count(1)
 
 
+def client_address(number: int) -> str:
+    """The address of the ``number``-th simulated user (0, 1, ...): 198.18.0.1, 198.18.0.2 ... (RFC 2544)."""
+    return f"198.18.{number // 254 % 256}.{number % 254 + 1}"
+
+
 def _csrf(html: str) -> str:
     match = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
     return match.group(1) if match else ""
@@ -32,11 +43,13 @@ class PortalUser(HttpUser):
     def on_start(self) -> None:
         if not _USERS:
             raise RuntimeError("LOAD_USERS is empty")
-        self.username = _USERS[next(_next_user) % len(_USERS)]
+        number = next(_next_user)
+        self.username = _USERS[number % len(_USERS)]
+        self.client.headers["X-Forwarded-For"] = f"{client_address(number)}, 127.0.0.1"
         page = self.client.get("/auth/sign-in/", name="sign-in")
         self.client.post(
             "/auth/sign-in/",
-            data={"csrfmiddlewaretoken": _csrf(page.text), "username": self.username, "password": _PASSWORD},
+            data={"csrfmiddlewaretoken": _csrf(page.text), "login": self.username, "password": _PASSWORD},
             headers={"Referer": f"{self.host}/auth/sign-in/"},
             name="sign-in",
         )

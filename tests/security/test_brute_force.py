@@ -1,15 +1,16 @@
 """Password guessing: every form of the portal and the admin that checks a password the user already has
-(a field with autocomplete="current-password", found by walking the pages) is counted by django-axes: after five
-wrong guesses from one address, even the right password is refused with 429, and nothing is signed in or
-changed. Found generically, so a later form that checks a password is covered or the walk test fails."""
+(a field with autocomplete="current-password", found by walking the pages) is counted by the sign-in limit
+(allauth's, users.adapter): after five wrong guesses from one address, even the right password is refused with
+429, and nothing is signed in or changed. Found generically, so a later form that checks a password is covered or
+the walk test fails."""
 
 from __future__ import annotations
 
 from html.parser import HTMLParser
 
 import pytest
-from axes.models import AccessAttempt
 from django.conf import settings as django_settings
+from django.core.cache import cache
 
 from tests.security.conftest import body, signed_in
 from tests.security.pages import pages
@@ -60,19 +61,19 @@ def password_forms(world) -> dict[str, tuple[str, dict[str, str], str, bool]]:
 
 def test_every_password_check_is_locked_out_after_five_guesses(world, password):
     forms = password_forms(world)
-    # The sign-in, the admin's sign-in, re-authentication and the password change at least.
-    assert {"/auth/sign-in/", "/admin/login/", "/auth/confirm-password/", "/auth/password/change/"} <= set(forms)
-    limit = django_settings.AXES_FAILURE_LIMIT
+    # The sign-in (the admin's sends there), re-authentication and the password change at least.
+    assert {"/auth/sign-in/", "/auth/confirm-password/", "/auth/password/change/"} <= set(forms)
+    limit = django_settings.SIGN_IN_FAILURES
     for url, (action, fields, field, needs_user) in forms.items():
-        AccessAttempt.objects.all().delete()
+        cache.clear()
         user = world.superuser if url.startswith("/admin/") else world.owner
         client = signed_in(user if needs_user else None)
-        data = {**fields, "username": user.username} if "username" in fields else dict(fields)
-        for name in ("new_password1", "new_password2"):
+        data = {**fields, "login": user.username} if "login" in fields else dict(fields)
+        for name in ("password1", "password2"):
             if name in data:
                 data[name] = "a-new-and-long-password-42"
         statuses = [client.post(action, {**data, field: f"guess-{n}"}).status_code for n in range(limit)]
-        assert statuses == [200] * (limit - 1) + [429], (url, statuses)
+        assert statuses == [200] * limit, (url, statuses)
         right = client.post(action, {**data, field: password if user == world.owner else "x" * 20})
         assert right.status_code == 429, (url, right.status_code)
         user.refresh_from_db()
@@ -82,7 +83,7 @@ def test_every_password_check_is_locked_out_after_five_guesses(world, password):
 
 
 def test_the_admins_uncounted_password_form_is_not_reachable(world):
-    # Django's admin checks the old password with check_password(), unseen by django-axes: the portal sends
+    # Django's admin checks the old password with check_password(), unseen by the limit: the portal sends
     # staff to its own counted form instead.
     response = signed_in(world.superuser).get("/admin/password_change/")
     assert response.status_code == 302 and response["Location"] == "/auth/password/change/"

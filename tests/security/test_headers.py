@@ -155,7 +155,7 @@ call_command("collectstatic", verbosity=0, interactive=False)
 from django.test import Client
 client = Client()
 answers = {}
-for path in ("/", "/auth/sign-in/", "/admin/login/", "/healthz"):
+for path in ("/", "/auth/sign-in/", "/auth/sign-up/", "/healthz"):
     secure = client.get(path, secure=True)
     plain = client.get(path, secure=False)
     answers[path] = {

@@ -73,7 +73,7 @@ def test_no_address_redirects_to_a_host_named_in_a_parameter(world, who, setting
 
 @pytest.mark.parametrize("target", EVIL)
 def test_sign_in_with_a_foreign_next_lands_on_the_portal(client, alice, password, target):
-    response = client.post(f"/auth/sign-in/?next={target}", {"username": alice.email, "password": password})
+    response = client.post(f"/auth/sign-in/?next={target}", {"login": alice.email, "password": password})
     assert response.status_code == 302
     assert not leaves_the_portal(response["Location"], "none")
     assert client.get("/account/").status_code == 200  # the sign-in did happen
@@ -88,5 +88,5 @@ def test_re_authentication_with_a_foreign_next_lands_on_the_portal(alice_client,
 
 def test_a_local_next_is_still_followed(client, alice, password):
     # The control: the portal does follow next when it stays inside.
-    response = client.post("/auth/sign-in/?next=/bank/accounts/", {"username": alice.email, "password": password})
+    response = client.post("/auth/sign-in/?next=/bank/accounts/", {"login": alice.email, "password": password})
     assert response["Location"] == "/bank/accounts/"

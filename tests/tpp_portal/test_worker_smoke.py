@@ -11,8 +11,9 @@ import uuid
 from pathlib import Path
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import CacheHandler
 
+from tpp_portal import settings as project
 from tpp_portal.tasks import ping
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,6 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_a_real_worker_consumes_a_task_from_the_broker(tmp_path):
     token = uuid.uuid4().hex
+    # The cache the worker writes to: the project's (Redis, or files in VAR_DIR), not the empty in-memory cache
+    # that each test gets here (tests/conftest.py).
+    worker_cache = CacheHandler(project.CACHES)["default"]
     log = tmp_path / "worker.log"
     with log.open("w") as output:
         worker = subprocess.Popen(
@@ -47,10 +51,12 @@ def test_a_real_worker_consumes_a_task_from_the_broker(tmp_path):
     try:
         ping.delay(token)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and cache.get(f"ping:{token}") is None and worker.poll() is None:
+        while time.monotonic() < deadline and worker_cache.get(f"ping:{token}") is None and worker.poll() is None:
             time.sleep(0.2)
-        assert cache.get(f"ping:{token}") is not None, log.read_text()[-3000:]
+        assert worker_cache.get(f"ping:{token}") is not None, log.read_text()[-3000:]
     finally:
+        worker_cache.delete(f"ping:{token}")
+        worker_cache.close()
         worker.terminate()
         worker.wait(timeout=30)
     output = log.read_text()

@@ -78,9 +78,7 @@ def test_a_non_sensitive_page_does_not_refresh_an_idle_session(signed_in, clock)
 def test_signing_in_again_restores_access(signed_in, clock, alice, password):
     clock.advance(minutes=6)
     signed_in.get(SENSITIVE)
-    response = signed_in.post(
-        f"{reverse('login')}?next={SENSITIVE}", {"username": alice.email, "password": password}
-    )
+    response = signed_in.post(f"{reverse('login')}?next={SENSITIVE}", {"login": alice.email, "password": password})
     assert response["Location"] == SENSITIVE
     assert signed_in.get(SENSITIVE).status_code == 200
 

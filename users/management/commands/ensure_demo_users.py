@@ -11,10 +11,12 @@ import os
 import secrets
 from pathlib import Path
 
+from allauth.account.models import EmailAddress
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
+from django.urls import reverse
 
 DEMO_USERS = (
     {"username": "demo", "email": "demo@example.invalid", "is_staff": False},
@@ -48,6 +50,10 @@ class Command(BaseCommand):
                 if created or spec["username"] not in stored:
                     user.set_password(password)
                     user.save(update_fields=["password"])
+                # Made here, not signed up: the address counts as confirmed (no code to type at sign-in).
+                EmailAddress.objects.update_or_create(
+                    user=user, email=spec["email"], defaults={"verified": True, "primary": True}
+                )
                 stored[spec["username"]] = password
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -62,6 +68,12 @@ class Command(BaseCommand):
         for spec in DEMO_USERS:
             role = "staff" if spec["is_staff"] else "customer"
             out(f"Sign in ({role}): user {spec['username']!r}, password {stored[spec['username']]!r}")
+        out(
+            "Staff need a second factor: the first sign-in as 'staff' opens "
+            f"{portal_url}{reverse('mfa_index')}; choose the authenticator app, scan its QR code with an "
+            "authenticator app (or type the secret key shown), enter the 6-digit code, and keep the recovery "
+            "codes. Every later sign-in asks for a code."
+        )
         out("At the bank's SCA screen use a sandbox identity number, e.g. 13039319955 (Private Customer 1).")
         out("Press Ctrl-C to stop every process.")
         out("")

@@ -1,0 +1,20 @@
+"""The permissions of the staff sandbox area. The area has no data of its own (its data is the bank's), so the
+permissions hang on a model whose table stays empty: ``sandbox_admin.view_sandbox`` reads the bank's sandbox
+customers, ``sandbox_admin.change_sandbox`` creates customers, agreements, accounts and mock transactions and
+resets the sandbox. The roles (staff/migrations) grant them: support may view, operators may also change."""
+
+from django.db import models
+
+
+class SandboxAccess(models.Model):
+    class Meta:
+        # No row is ever written: only its permissions are used. (A table all the same, so that tools going
+        # through every model, dumpdata included, need no exception for it.)
+        default_permissions = ()
+        permissions = [
+            ("view_sandbox", "Can view the sandbox bank's customers"),
+            ("change_sandbox", "Can change the sandbox bank (create, reset)"),
+        ]
+
+    def __str__(self) -> str:
+        return "sandbox access"

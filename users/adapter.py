@@ -1,0 +1,101 @@
+"""How django-allauth signs people up and in here (ACCOUNT_ADAPTER).
+
+- **The client address** of every limit is ``tpp_portal.clientip`` (REMOTE_ADDR, or behind TRUSTED_PROXY_COUNT
+  proxies the address they forwarded), the same as PSU-IP-Address.
+- **Failed passwords** are counted per login (e-mail address or username) *and* client address: five wrong ones
+  lock that pair out for SIGN_IN_COOL_OFF (ACCOUNT_RATE_LIMITS["login_failed"]), while the owner signing in
+  from elsewhere is not locked out by a stranger's guesses; ten a minute from one address, whatever the name.
+  Re-authentication and the old password of a password change count in the same way (users.forms).
+- **Mails** are rendered here and sent by the worker (``users.tasks.send_account_mail``): the answer of a page
+  takes as long whether it mailed an existing account, an unknown address or nobody. Links in them are built
+  from PORTAL_BASE_URL, never from the request's Host header.
+- **Usernames** of people who sign up are their e-mail address, as before allauth.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+from urllib.parse import urlsplit
+
+from allauth.account.adapter import DefaultAccountAdapter
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.urls import reverse
+
+from tpp_portal.clientip import client_ip
+
+
+def portal_url(path: str) -> str:
+    """An absolute address of the portal, from PORTAL_BASE_URL (not from the request's Host header)."""
+    return settings.PORTAL_BASE_URL.rstrip("/") + path
+
+
+class AccountAdapter(DefaultAccountAdapter):
+    # --- who is asking ---------------------------------------------------------------------------------------
+    def get_client_ip(self, request) -> str:
+        address = client_ip(request)
+        if not address:
+            raise PermissionDenied("no client address")
+        return address
+
+    def _get_login_attempts_cache_key(self, request, **credentials: Any) -> str:
+        login = str(credentials.get("email", credentials.get("username", ""))).lower()
+        return f"{login}|{self.get_client_ip(request)}"
+
+    def authenticate(self, request, **credentials: Any):
+        user = super().authenticate(request, **credentials)
+        if user is not None:
+            # The right password forgets the earlier failures of this login from this address, so typos spread
+            # over a day do not add up to a lockout.
+            self._delete_login_attempts_cached_email(request, **credentials)
+        return user
+
+    # --- sign-up ---------------------------------------------------------------------------------------------
+    def populate_username(self, request, user) -> None:
+        user.username = (user.email or "").lower()
+
+    def save_user(self, request, user, form, commit: bool = True):
+        # users.signals gives accounts made elsewhere (staff, commands) a verified address; not this one.
+        user._made_by_sign_up = True
+        return super().save_user(request, user, form, commit=commit)
+
+    # --- mails -----------------------------------------------------------------------------------------------
+    def format_email_subject(self, subject: str) -> str:
+        return settings.ACCOUNT_EMAIL_SUBJECT_PREFIX + str(subject)
+
+    def send_mail(self, template_prefix: str, email: str, context: dict) -> None:
+        ctx = {
+            "email": email,
+            "current_site": SimpleNamespace(name="Fjordpay", domain=urlsplit(settings.PORTAL_BASE_URL).netloc),
+            "portal_base_url": settings.PORTAL_BASE_URL.rstrip("/"),
+            "sign_in_url": portal_url(reverse("account_login")),
+            "signup_url": portal_url(reverse("account_signup")),
+            "password_reset_url": portal_url(reverse("account_reset_password")),
+            **context,
+        }
+        # Only the context's own links survive: the request is left out, so no template can build one from it.
+        ctx.pop("request", None)
+        message = self.render_mail(template_prefix, email, ctx)
+        payload = {
+            "template": template_prefix,
+            "subject": message.subject,
+            "body": message.body,
+            "from_email": message.from_email,
+            "to": list(message.to),
+            "alternatives": [list(alternative) for alternative in getattr(message, "alternatives", [])],
+        }
+        from users.tasks import send_account_mail
+
+        if settings.ACCOUNT_MAIL_QUEUED:
+            # The arguments hold a code or a link: keep them out of Celery's own log lines.
+            send_account_mail.apply_async(args=[payload], argsrepr=f"({template_prefix!r})")
+        else:
+            send_account_mail(payload)
+
+    def send_account_already_exists_mail(self, email: str) -> None:
+        self.send_mail("account/email/account_already_exists", email, {})
+
+    def get_reset_password_from_key_url(self, key: str) -> str:
+        path = reverse("account_reset_password_from_key", kwargs={"uidb36": "UID", "key": "KEY"})
+        return portal_url(path.replace("UID-KEY", key))
