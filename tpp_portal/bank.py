@@ -23,7 +23,7 @@ from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ImproperlyConfigured
 
-from tpp_portal import rawsql
+from tpp_portal import certificates, metrics, rawsql
 from xs2a.audit import AuditRecord
 from xs2a.client import ClientConfig, Xs2aClient
 from xs2a.credentials import CredentialError, load_certificate, load_private_key
@@ -145,7 +145,9 @@ def _bank_call(record: AuditRecord, context: AuditContext):
 
 
 def record_bank_call(record: AuditRecord) -> None:
-    """The client's audit hook: one BankCall row per attempt (kept back inside ``bank_audit_deferred()``)."""
+    """The client's audit hook: one BankCall row per attempt (kept back inside ``bank_audit_deferred()``), and
+    the attempt counted in the metrics."""
+    metrics.observe_bank_call(record)
     pending = _deferred_calls.get()
     if pending is not None:
         pending.append((record, _audit_context.get()))
@@ -154,7 +156,9 @@ def record_bank_call(record: AuditRecord) -> None:
 
 
 def client_config() -> ClientConfig:
-    """The ClientConfig of the settings (BANK_*); a bad file or passphrase raises ImproperlyConfigured."""
+    """The ClientConfig of the settings (BANK_*); a bad file or passphrase raises ImproperlyConfigured, an
+    expired certificate CertificateExpiredError."""
+    certificates.refuse_expired()
     try:
         key = load_private_key(settings.BANK_SIGNING_KEY, settings.BANK_SIGNING_KEY_PASSPHRASE)
         certificate = load_certificate(settings.BANK_SIGNING_CERT)
@@ -190,8 +194,16 @@ def build_bank_client() -> Xs2aClient:
     return Xs2aClient(client_config(), audit_hook=record_bank_call)
 
 
-@functools.lru_cache(maxsize=1)
 def bank_client() -> Xs2aClient:
     """The process-wide client (one pooled session per process). Tests that change settings call
-    ``bank_client.cache_clear()``."""
+    ``bank_client.cache_clear()``. Refuses (CertificateExpiredError) once a certificate has expired."""
+    certificates.refuse_expired()
+    return _shared_bank_client()
+
+
+@functools.lru_cache(maxsize=1)
+def _shared_bank_client() -> Xs2aClient:
     return build_bank_client()
+
+
+bank_client.cache_clear = _shared_bank_client.cache_clear  # type: ignore[attr-defined]
