@@ -225,7 +225,7 @@ def refuse_expired(*, now: datetime | None = None) -> None:
             metrics.bank_call_refused(status.name)
             setting = FILE_CERTIFICATES[status.name][1]
             raise CertificateExpiredError(
-                f"the {status.label} ({setting}, {status.subject}) expired on "
+                f"the {status.label.split(' (')[0]} ({setting}, {status.subject}) expired on "
                 f"{status.not_after:%Y-%m-%d %H:%M} UTC: no request is sent to the bank until it is renewed "
                 f"(docs/operations.md, Certificates)"
             )

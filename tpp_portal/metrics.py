@@ -147,9 +147,6 @@ class PortalStateCollector(Collector):
     ``tpp_metrics_source_up{source=...} 0`` while the others are still served."""
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        from django.db import close_old_connections
-
-        close_old_connections()  # a long-lived process: drop a connection that the server closed
         up = GaugeMetricFamily(
             "tpp_metrics_source_up",
             "1 when this part of the portal's state could be read at this scrape",

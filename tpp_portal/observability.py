@@ -199,9 +199,16 @@ def sentry_configure(*, dsn: str, environment: str, traces_sample_rate: float, t
         dsn=dsn,
         environment=environment,
         integrations=[DjangoIntegration(), CeleryIntegration()],
-        send_default_pii=False,  # no user, cookies or client address
-        include_local_variables=False,  # a frame's variables may hold a PSU identifier
-        max_request_body_size="never",  # forms carry identity numbers and account numbers
+        # What the integrations collect at all: no user, cookies, request bodies (forms carry identity and account
+        # numbers), frame variables (they may hold a PSU identifier) or query data; headers and query parameters
+        # are collected, and scrubbed by before_send like everything else.
+        data_collection={
+            "user_info": False,
+            "cookies": {"mode": "off"},
+            "http_bodies": [],
+            "stack_frame_variables": False,
+            "database_query_data": False,
+        },
         traces_sample_rate=traces_sample_rate,
         before_send=sentry_before_send,
         before_send_transaction=sentry_before_send,

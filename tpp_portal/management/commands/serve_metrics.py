@@ -12,6 +12,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
+from django.db import close_old_connections
 from prometheus_client import make_wsgi_app
 
 from tpp_portal import metrics
@@ -36,7 +37,11 @@ class Command(BaseCommand):
             if environ.get("PATH_INFO") != "/metrics":
                 start_response("404 Not Found", [("Content-Type", "text/plain")])
                 return [b"not found: the metrics are at /metrics\n"]
-            return app(environ, start_response)
+            close_old_connections()  # a long-lived process: drop a connection the server has closed
+            try:
+                return app(environ, start_response)
+            finally:
+                close_old_connections()
 
         server: WSGIServer = make_server(host.strip("[]"), int(port), only_metrics, handler_class=_QuietHandler)
         bound_host, bound_port = server.server_address[:2]
