@@ -14,11 +14,11 @@ from pathlib import Path
 import psycopg
 import pytest
 import requests
-from sentry_sdk.transport import Transport
 from django.test import Client
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
+from sentry_sdk.transport import Transport
 
 from tests.xs2a.server import Answer, LocalBank
 from tpp_portal import observability
