@@ -49,6 +49,7 @@ migrate: venv certs
 	$(PY) -m bank_simulator migrate --noinput
 
 run: venv certs messages migrate
+	rm -rf $(VAR_DIR)/metrics  # the metric counters of the previous run's processes (docs/operations.md)
 	$(PY) -m bank_simulator sandbox_initialize --if-empty
 	$(PY) manage.py ensure_demo_users
 	$(BIN)/honcho start --procfile Procfile

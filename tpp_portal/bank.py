@@ -196,13 +196,14 @@ def build_bank_client() -> Xs2aClient:
 
 def bank_client() -> Xs2aClient:
     """The process-wide client (one pooled session per process). Tests that change settings call
-    ``bank_client.cache_clear()``. Refuses (CertificateExpiredError) once a certificate has expired."""
+    ``bank_client.cache_clear()``. Refuses (CertificateExpiredError) once a certificate has expired; a renewed
+    certificate or key file (a new modification time) gets a new client without a restart."""
     certificates.refuse_expired()
-    return _shared_bank_client()
+    return _shared_bank_client(certificates.files_signature())
 
 
 @functools.lru_cache(maxsize=1)
-def _shared_bank_client() -> Xs2aClient:
+def _shared_bank_client(files: tuple) -> Xs2aClient:
     return build_bank_client()
 
 

@@ -119,6 +119,30 @@ def file_certificates() -> list[CertificateStatus]:
     return [status for name in FILE_CERTIFICATES if (status := file_certificate(name)) is not None]
 
 
+def files_signature() -> tuple:
+    """(path, size, modification time) of every credential file of the bank connection: what the shared bank
+    client is cached by, so that a file renewed in place is used from the next call on."""
+    found = []
+    for setting in (
+        "BANK_SIGNING_CERT",
+        "BANK_SIGNING_KEY",
+        "BANK_RESPONSE_CERT",
+        "BANK_TLS_CLIENT_CERT",
+        "BANK_TLS_CLIENT_KEY",
+        "BANK_CA_BUNDLE",
+    ):
+        path = getattr(settings, setting, None)
+        if not path:
+            continue
+        try:
+            stat = os.stat(path)
+        except OSError:
+            found.append((str(path), None, None))
+        else:
+            found.append((str(path), stat.st_size, stat.st_mtime_ns))
+    return tuple(found)
+
+
 def bank_tls_address() -> tuple[str, int] | None:
     """(host, port) of BANK_BASE_URL when it is https; None for http (no certificate to check)."""
     parts = urlsplit(settings.BANK_BASE_URL)

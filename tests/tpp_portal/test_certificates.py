@@ -119,6 +119,30 @@ def test_an_expired_qsealc_refuses_every_bank_call_before_anything_is_sent(
     assert len(scripted_bank.received) == 2
 
 
+def test_a_certificate_renewed_in_place_is_sent_from_the_next_call_on(
+    scripted_bank_settings, scripted_bank, settings
+):
+    """The shared client is rebuilt when a credential file changes: the renewed QSealC is what the bank gets."""
+    import base64
+
+    from cryptography import x509
+
+    scripted_bank.add("GET", "/v1/agreements", Answer(200, {"agreements": []}))
+
+    def sent_certificate() -> x509.Certificate:
+        header = scripted_bank.received[-1].headers["tpp-signature-certificate"]
+        return x509.load_der_x509_certificate(base64.b64decode(header))
+
+    portal_bank.bank_client().request("GET", "/v1/agreements")
+    first = sent_certificate()
+    ca = pki.issue_ca()
+    renewed = pki.issue_qseal(ca, key=scripted_bank_settings.key, days=365)
+    write(settings.BANK_SIGNING_CERT, renewed)
+    portal_bank.bank_client().request("GET", "/v1/agreements")
+    assert sent_certificate().serial_number == renewed.certificate.serial_number != first.serial_number
+    assert len(scripted_bank.received) == 2
+
+
 def test_an_expired_bank_seal_refuses_bank_calls_too(scripted_bank_settings, scripted_bank, settings, tmp_path):
     settings.BANK_RESPONSE_CERT = tmp_path / "seal.pem"
     write(settings.BANK_RESPONSE_CERT, qseal(-1))
