@@ -147,12 +147,12 @@ def _bank_call(record: AuditRecord, context: AuditContext):
 def record_bank_call(record: AuditRecord) -> None:
     """The client's audit hook: one BankCall row per attempt (kept back inside ``bank_audit_deferred()``), and
     the attempt counted in the metrics."""
-    metrics.observe_bank_call(record)
     pending = _deferred_calls.get()
     if pending is not None:
         pending.append((record, _audit_context.get()))
-        return
-    _bank_call(record, _audit_context.get()).save()
+    else:
+        _bank_call(record, _audit_context.get()).save()
+    metrics.observe_bank_call(record)
 
 
 def client_config() -> ClientConfig:

@@ -21,6 +21,7 @@ web server has no metrics address.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -111,9 +112,24 @@ TASK_FAILURES = Counter(
 TASK_RETRIES = Counter("tpp_celery_task_retries", "Celery task retries, by task", ["task"], registry=_registry)
 
 
+def _never_failing(count):
+    """Counting is never a reason for a bank call, an audit row or a task to fail: a metrics folder that cannot be
+    written (full, read-only) is logged, and the event goes uncounted."""
+
+    @functools.wraps(count)
+    def counted(*args: Any) -> None:
+        try:
+            _multiprocess()
+            count(*args)
+        except (OSError, ValueError):
+            logger.exception("metrics: %s not counted (METRICS_DIR writable?)", count.__name__)
+
+    return counted
+
+
+@_never_failing
 def observe_bank_call(record: Any) -> None:
     """One audited attempt (xs2a.audit.AuditRecord): called from tpp_portal.bank's audit hook."""
-    _multiprocess()
     operation = f"{record.method} {record.path_template}"
     status = str(record.status) if record.status is not None else "none"
     BANK_CALLS.labels(operation, status).inc()
@@ -122,18 +138,18 @@ def observe_bank_call(record: Any) -> None:
         BANK_RATE_LIMITED.labels(operation, "true" if record.psu_present else "false").inc()
 
 
+@_never_failing
 def bank_call_refused(certificate: str) -> None:
-    _multiprocess()
     BANK_CALLS_REFUSED.labels(certificate).inc()
 
 
+@_never_failing
 def task_failed(task_name: str) -> None:
-    _multiprocess()
     TASK_FAILURES.labels(task_name).inc()
 
 
+@_never_failing
 def task_retried(task_name: str) -> None:
-    _multiprocess()
     TASK_RETRIES.labels(task_name).inc()
 
 

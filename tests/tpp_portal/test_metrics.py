@@ -79,6 +79,21 @@ def test_bank_calls_are_counted_by_operation_and_status_with_their_duration(scri
     assert delta("tpp_bank_call_duration_seconds_sum", operation="GET /v1/agreements") > 0
 
 
+def test_a_metrics_folder_that_cannot_be_written_never_fails_a_bank_call(
+    scripted_bank_settings, scripted_bank, monkeypatch, caplog
+):
+    from tpp_portal.models import BankCall
+
+    def unwritable():
+        raise PermissionError(13, "Permission denied", "/var/lib/tpp-metrics")
+
+    monkeypatch.setattr(metrics, "_multiprocess", unwritable)
+    scripted_bank.add("GET", "/v1/agreements", Answer(200, {"agreements": []}))
+    portal_bank.bank_client().request("GET", "/v1/agreements")
+    assert BankCall.objects.filter(path_template="/v1/agreements", status=200).count() == 1  # audited all the same
+    assert "observe_bank_call not counted" in caplog.text
+
+
 def test_counts_of_other_processes_are_added_up(tmp_path):
     """A second process (as a gunicorn worker or a Celery pool process is) counts into its own file; one scrape
     gives the sum."""
