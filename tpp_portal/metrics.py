@@ -52,10 +52,15 @@ _lock = threading.Lock()
 _ready = False
 
 
+@functools.cache
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname())[:60] or "host"
+
+
 def _process_identifier() -> str:
-    """Distinct across every process writing into METRICS_DIR, containers included (their pids may repeat)."""
-    host = re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname())[:60] or "host"
-    return f"{host}-{os.getpid()}"
+    """Distinct across every process writing into METRICS_DIR, containers included (their pids may repeat).
+    Called at every count (prometheus-client notices a fork by it), so only the pid is read each time."""
+    return f"{_host()}-{os.getpid()}"
 
 
 def _multiprocess() -> None:

@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 from sentry_sdk.transport import Transport
 
+from tests.tpp_portal.test_backup_restore import server_url
 from tests.xs2a.server import Answer, LocalBank
 from tpp_portal import observability
 from tpp_portal.celery import app as celery_app
@@ -42,7 +43,7 @@ PSU_HEADERS = {
     "Signature": SIGNATURE,
 }
 QUERY = f"?iban={IBAN}&email=alice.example%40example.com&fnr={NATIONAL_ID}"
-POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
+POSTGRES = f"{server_url()}/postgres"  # the tests' PostgreSQL server (DATABASE_URL's, or the local one)
 
 
 def leaked(text: str) -> list[str]:
@@ -114,7 +115,7 @@ def test_traces_of_django_requests_celery_and_psycopg_hold_no_personal_data(trac
         with psycopg.connect(POSTGRES, connect_timeout=5) as connection:
             connection.execute(f"SELECT %s::text, '{EMAIL}', '{IBAN}', '{NATIONAL_ID}'", (PSU_ID,)).fetchone()
     except psycopg.OperationalError as exc:
-        pytest.fail(f"this test needs PostgreSQL at 127.0.0.1:5432 (user postgres) for the psycopg traces: {exc}")
+        pytest.fail(f"this test needs a PostgreSQL server at {server_url()} for the psycopg traces: {exc}")
 
     @celery_app.task(name="tests.observability.traced_task")
     def traced_task(address):
