@@ -143,6 +143,21 @@ def test_a_certificate_renewed_in_place_is_sent_from_the_next_call_on(
     assert len(scripted_bank.received) == 2
 
 
+def test_a_payment_sent_with_an_expired_qsealc_goes_back_to_the_user_unsent(
+    scripted_bank_settings, scripted_bank, settings, alice
+):
+    from payments.models import PaymentEvent, PaymentState
+    from tests.bank_factories import BankConnectionFactory
+    from tests.payments.test_initiation import _draft, _submit
+
+    draft = _draft(alice, BankConnectionFactory(user=alice))
+    write(settings.BANK_SIGNING_CERT, qseal(-1))
+    outcome = _submit(draft, alice)
+    assert outcome.payment.state == PaymentState.DRAFT and outcome.message  # may be sent again once renewed
+    assert scripted_bank.received == []
+    assert PaymentEvent.objects.filter(payment=draft).exists()  # the timeline says it was not sent
+
+
 def test_an_expired_bank_seal_refuses_bank_calls_too(scripted_bank_settings, scripted_bank, settings, tmp_path):
     settings.BANK_RESPONSE_CERT = tmp_path / "seal.pem"
     write(settings.BANK_RESPONSE_CERT, qseal(-1))
