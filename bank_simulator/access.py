@@ -22,12 +22,13 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from bank_simulator import clock, hotpath
+from bank_simulator import clock, selectors
 from bank_simulator.errors import ApiError, error_response, format_error, header_required
 from bank_simulator.models import Agreement, Consent, CustomerType, PsuIdentity
-from bank_simulator.security import response_signing
+from bank_simulator.security import replay, response_signing
 from bank_simulator.security.certificates import CertificateError, TppCertificate, load_tpp_certificate
 from bank_simulator.security.httpsig import (
+    REQUEST_TARGET,
     SignatureError,
     parse_key_id,
     parse_signature_header,
@@ -100,8 +101,27 @@ def _bad(text: str, path: str | None = None) -> ApiError:
     return ApiError(400, "BAD_REQUEST", text, path=path)
 
 
-def verify_signature(request: HttpRequest, *, real_now: dt.datetime) -> TppCertificate:
-    """Spec 5.2-5.5: every rule, each failure a 400 naming the rule."""
+# Headers that must be in the signature whenever the request carries them, and why (shown in the error).
+_SIGNED_WHEN_SENT = (
+    ("PSU-ID", "psu-id", "it names the PSU whose data or money the request reaches"),
+    ("PSU-Corporate-ID", "psu-corporate-id", "it names the corporate agreement the request acts for"),
+)
+
+
+@dataclass(frozen=True)
+class VerifiedSignature:
+    tpp: TppCertificate
+    signature: bytes  # the RSA signature bytes (what the replay store keeps a hash of)
+    date: dt.datetime  # the signed Date header
+
+
+def verify_signature(request: HttpRequest, *, real_now: dt.datetime) -> VerifiedSignature:
+    """Spec 5.2-5.5 and the bank's own rules: every failure a 400 naming the rule.
+
+    The signature must cover ``(request-target)`` (so it cannot be re-aimed at another path), ``date``,
+    ``x-request-id``, ``digest`` with a body, and ``psu-id`` and ``psu-corporate-id`` whenever they are sent
+    (so they cannot be added to a captured request). Replays are refused by the caller (``security.replay``).
+    """
     signature_value = _header(request, "Signature")
     if not signature_value:
         raise header_required("Signature", "on every request (spec 5.2)")
@@ -134,11 +154,18 @@ def verify_signature(request: HttpRequest, *, real_now: dt.datetime) -> TppCerti
     if issuer != cert.issuer_rfc2253:
         raise _bad(
             "Signature keyId: CA= is not the issuer of TPP-Signature-Certificate in RFC 2253 form "
-            f"(expected {cert.issuer_rfc2253})",
+            f"(expected {cert.issuer_rfc2253}; keyId is a quoted string: write each \\ of the name as \\\\ "
+            'and each " as \\")',
             "Signature",
         )
     body = request.body
     digest_value = _header(request, "Digest")
+    if REQUEST_TARGET not in params.headers:
+        raise _bad(
+            f"Signature headers: {REQUEST_TARGET} must be signed (the bank requires it in every signature, so "
+            "that a signed request cannot be sent to another path)",
+            "Signature",
+        )
     required_signed = ["date", "x-request-id"]
     if body:
         if not digest_value:
@@ -147,6 +174,11 @@ def verify_signature(request: HttpRequest, *, real_now: dt.datetime) -> TppCerti
     for name in required_signed:
         if name not in params.headers:
             raise _bad(f"Signature headers: {name} must be signed", "Signature")
+    for header, name, why in _SIGNED_WHEN_SENT:
+        if _header(request, header) is not None and name not in params.headers:
+            raise _bad(
+                f"Signature headers: {name} must be signed when the {header} header is sent ({why})", "Signature"
+            )
     try:
         text = signing_string(
             params.headers,
@@ -168,7 +200,20 @@ def verify_signature(request: HttpRequest, *, real_now: dt.datetime) -> TppCerti
     tolerance = settings.BANK_SIM_DATE_TOLERANCE
     if abs((real_now - sent).total_seconds()) > tolerance:
         raise _bad(f"Date: deviates more than {tolerance} seconds from the bank's clock", "Date")
-    return cert
+    return VerifiedSignature(tpp=cert, signature=params.signature, date=sent)
+
+
+def refuse_replay(verified: VerifiedSignature, *, real_now: dt.datetime) -> None:
+    """A Signature value accepted before is refused while its Date is still within the allowed deviation."""
+    expires_at = verified.date + dt.timedelta(seconds=settings.BANK_SIM_DATE_TOLERANCE)
+    try:
+        replay.remember(signature=verified.signature, expires_at=expires_at, real_now=real_now)
+    except replay.ReplayedSignature:
+        raise _bad(
+            "Signature: this signature was already used (a replayed request); sign every request anew, with "
+            "its own Date and X-Request-ID",
+            "Signature",
+        ) from None
 
 
 def _check_content(request: HttpRequest, body_mode: str) -> Any:
@@ -239,11 +284,11 @@ def _resolve_psu(api: ApiRequest, *, corporate_required: bool) -> dt.timedelta:
     psu_id = _uuid_header(request, "PSU-ID")
     corporate_id = _uuid_header(request, "PSU-Corporate-ID")
     if psu_id is None:
-        return hotpath.clock_offset()
+        return clock.offset()
     api.psu_id_given = True
-    context = hotpath.psu_context(psu_id=psu_id, tpp_org_id=api.tpp_org_id, corporate_id=corporate_id)
+    context = selectors.psu_context(psu_id=psu_id, tpp_org_id=api.tpp_org_id, corporate_id=corporate_id)
     if context is None:
-        return hotpath.clock_offset()
+        return clock.offset()
     api.psu = context.psu
     customer = context.psu.customer
     if corporate_id:
@@ -294,7 +339,8 @@ def endpoint(
                 if sandbox and not settings.BANK_SIM_SANDBOX:
                     raise ApiError(404, "NOT_FOUND", "The sandbox operations are not available on this bank.")
                 real_now = clock.real_now()
-                cert = verify_signature(request, real_now=real_now)
+                verified = verify_signature(request, real_now=real_now)
+                cert = verified.tpp
                 if roles is not None and not roles & cert.roles:
                     wanted = " or ".join(sorted(roles))
                     services = ", ".join(ROLE_SERVICES.get(r, r) for r in sorted(roles))
@@ -308,6 +354,7 @@ def endpoint(
                         raise header_required(name)
                 _check_redirect_uri(request)
                 parsed = _check_content(request, body)
+                refuse_replay(verified, real_now=real_now)
                 api = ApiRequest(
                     http=request,
                     tpp=cert,

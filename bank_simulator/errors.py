@@ -6,7 +6,7 @@ from typing import Any
 
 from django.http import JsonResponse
 
-# Spec section 7: the only codes the bank uses.
+# Spec section 7: the codes the bank uses (and one of Berlin Group's, below).
 CODES = frozenset(
     {
         "SYSTEM_ERROR",
@@ -33,6 +33,9 @@ CODES = frozenset(
         "PAYMENT_FAILED",
         "EXECUTION_DATE_INVALID",
         "REFERENCE_MIX_INVALID",
+        # Berlin Group's code for an operation the bank does not offer (405); this bank's spec is silent, and it
+        # is used only when a setting switches an operation off (BANK_SIM_CONSENT_DELETE=false).
+        "SERVICE_INVALID",
     }
 )
 MAX_TEXT = 512

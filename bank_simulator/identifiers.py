@@ -1,27 +1,25 @@
-"""Identifiers as the bank forms them: opaque resource ids, Norwegian account numbers, IBANs and KIDs."""
+"""Identifiers as the bank forms them: opaque resource ids, Norwegian account numbers, IBANs and KIDs.
+
+PSU-IDs and agreement ids (PSU-Corporate-ID) are not formed here: they are random (uuid4, the models' defaults)
+and kept in the database, so nothing public (a seed, a customer number, a TPP's name) leads to them.
+"""
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import uuid
 
 from stdnum import iban as stdnum_iban
 from stdnum import luhn
 
 BANK_CODE = "9710"  # the sandbox bank's registry number (first four digits of its account numbers)
 BIC = "SANDNOKKXXX"
-_NAMESPACE = uuid.UUID("6f1d6c4e-2b8e-4f0a-9f57-1c0d7e3b5a21")
 
 
 def opaque_id(*parts: object) -> str:
     """A stable opaque id like the bank's (``enc!!...=``): deterministic from ``parts``, URL-path safe."""
     digest = hashlib.sha256("|".join(str(p) for p in parts).encode("utf-8")).digest()
     return "enc!!" + base64.urlsafe_b64encode(digest[:16]).decode("ascii")
-
-
-def stable_uuid(*parts: object) -> uuid.UUID:
-    return uuid.uuid5(_NAMESPACE, "|".join(str(p) for p in parts))
 
 
 def _mod11(digits: str) -> int | None:

@@ -25,6 +25,22 @@ class SimulatorClock(models.Model):
         return f"clock offset {self.offset_seconds}s"
 
 
+class SeenSignature(models.Model):
+    """A verified request signature, kept while a replay of it could still pass the Date check.
+
+    The bank refuses a Signature value it has seen before (``security.replay``); the rows of every gunicorn
+    process are in this one table, and rows whose Date window has passed are deleted.
+    """
+
+    # SHA-256 (hex) of the signature bytes: RSA PKCS#1 v1.5 is deterministic, so a replay has the same bytes.
+    digest = models.CharField(max_length=64, primary_key=True)
+    # The request's Date plus the allowed deviation: after this a replay fails the Date check anyway.
+    expires_at = models.DateTimeField(db_index=True)  # security.replay prunes by it
+
+    def __str__(self) -> str:
+        return f"signature {self.digest[:12]}... until {self.expires_at:%H:%M:%S}"
+
+
 class CustomerType(models.TextChoices):
     PRIVATE = "PRIVATE"  # a person; gets a private agreement over its own accounts automatically
     CORPORATE = "CORPORATE"  # a company; its accounts are reached through corporate agreements only
@@ -134,8 +150,11 @@ class Transaction(models.Model):
 
     class Meta:
         indexes = [
-            # Listings and balances: one account's booked or pending items by date.
-            models.Index(fields=["account", "booking_status", "booking_date"], name="tx_listing_idx"),
+            # selectors.transaction_page (one account's booked or pending items, newest first: the index's order,
+            # no sort) and selectors.account_balances (the pending items and those booked from today).
+            models.Index(
+                fields=["account", "booking_status", "-booking_date", "-sequence", "-id"], name="tx_listing_idx"
+            ),
             # transactions_settle_due: pending items whose booking day has come.
             models.Index(fields=["booking_status", "books_on"], name="tx_settle_idx"),
         ]
@@ -163,6 +182,7 @@ class ConsentStatus(models.TextChoices):
     VALID = "valid"  # SCA done, within 180 days
     EXPIRED = "expired"  # 180 days after its SCA
     REVOKED_BY_PSU = "revokedByPsu"  # the PSU withdrew it directly with the bank
+    TERMINATED_BY_TPP = "terminatedByTpp"  # the TPP ended it (DELETE /v1/bank-offered-consents)
     REPLACED = "replaced"  # a newer consent for the same PSU, TPP and agreement took its place
 
 
@@ -182,6 +202,11 @@ class Consent(models.Model):
             models.UniqueConstraint(
                 fields=["psu", "agreement"], condition=Q(status="valid"), name="one_valid_consent_per_agreement"
             )
+        ]
+        indexes = [
+            # selectors.latest_consent (the consent screen) and psu_context (every account-information request):
+            # a PSU's consents for one agreement, newest first.
+            models.Index(fields=["psu", "agreement", "-id"], name="consent_latest_idx"),
         ]
 
     def __str__(self) -> str:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.http import QueryDict
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from bank_simulator import selectors, services
 from bank_simulator.models import Consent, ConsentStatus, PsuIdentity, ScaPurpose, ScaSession
@@ -28,7 +30,7 @@ class Approval:
 
 
 class PurposeHandler(Protocol):
-    title: str
+    title: str  # shown on the screens (translated when shown)
     template: str
     # Dynamic-linking purposes always ask for identification, even within a TPP session's valid hour.
     dynamic_linking: bool
@@ -39,7 +41,7 @@ class PurposeHandler(Protocol):
 
 
 class ConsentPurpose:
-    title = "Share account information"
+    title = gettext_lazy("Share account information")
     template = "bank_simulator/sca/consent.html"
     dynamic_linking = False
 
@@ -60,7 +62,11 @@ class ConsentPurpose:
         chosen = data.getlist("account")
         unknown = [c for c in chosen if c not in offered]
         if unknown:
-            raise PurposeInputError("An account that was not offered was selected.")
+            raise PurposeInputError(_("An account that was not offered was selected."))
+        if not chosen:
+            raise PurposeInputError(
+                _("Choose at least one account to share, or cancel if you do not want to share any.")
+            )
         psu = services.psu_identity_get_or_create(
             tpp_org_id=session.tpp_org_id, customer=session.customer, now=now
         )
@@ -71,7 +77,7 @@ class ConsentPurpose:
 
 
 class UsersPurpose:
-    title = "Identify yourself to the provider"
+    title = gettext_lazy("Identify yourself to the provider")
     template = "bank_simulator/sca/users.html"
     dynamic_linking = False
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -12,8 +13,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from bank_simulator import history, hotpath
-from bank_simulator.identifiers import BIC, norwegian_bban, norwegian_iban, opaque_id, stable_uuid
+from bank_simulator import history
+from bank_simulator.identifiers import BIC, norwegian_bban, norwegian_iban, opaque_id
 from bank_simulator.models import (
     AccessKind,
     Account,
@@ -227,9 +228,27 @@ def _masked_pan(seed: str) -> str:
 
 
 def sandbox_initialize(*, now: dt.datetime, seed: str | None = None) -> list[Customer]:
-    """Reset to the known state of facts.md section 1: four customers, their accounts and a year of history."""
+    """Reset to the known state of facts.md section 1: four customers, their accounts and a year of history.
+
+    Manually created customers and accounts go, and every consent, SCA and payment with them. The identifiers a
+    TPP holds for the known customers stay: their PSU-IDs at each TPP (spec 5.6: the PSU-ID persists) and their
+    agreement ids (PSU-Corporate-ID) are random and kept across resets, so a second reset changes nothing.
+    """
     seed = seed or settings.BANK_SIM_SEED
+    known_numbers = [spec.number for spec in KNOWN_CUSTOMERS]
     with transaction.atomic():
+        kept_psus = list(
+            PsuIdentity.objects.filter(customer__customer_number__in=known_numbers).values_list(
+                "tpp_org_id", "customer__customer_number", "psu_id", "created_at"
+            )
+        )
+        kept_agreements: dict[tuple[str, str], uuid.UUID] = {}
+        for number, context, agreement_id in (
+            Agreement.objects.filter(owner__customer_number__in=known_numbers)
+            .order_by("id")  # the known agreement is its owner's first one of its context
+            .values_list("owner__customer_number", "context", "agreement_id")
+        ):
+            kept_agreements.setdefault((number, context), agreement_id)
         for model in (
             UnattendedAccess,
             ConsentEvent,
@@ -253,6 +272,7 @@ def sandbox_initialize(*, now: dt.datetime, seed: str | None = None) -> list[Cus
                 name=spec.name,
                 now=now,
                 customer_id=opaque_id(seed, "customer", spec.number),
+                private_agreement_id=kept_agreements.get((spec.number, AgreementContext.PRIVATE)),
             )
             customers.append(customer)
             created: dict[str, Account] = {}
@@ -274,7 +294,7 @@ def sandbox_initialize(*, now: dt.datetime, seed: str | None = None) -> list[Cus
                     customer=customer,
                     name=f"{spec.name} - nettbank bedrift",
                     now=now,
-                    agreement_id=stable_uuid(seed, "agreement", spec.number),
+                    agreement_id=kept_agreements.get((spec.number, AgreementContext.CORPORATE)),
                     signers_required=2 if spec.employees < 5 else 1,
                 )
                 agreement.accounts.add(*created.values())
@@ -316,6 +336,11 @@ def sandbox_initialize(*, now: dt.datetime, seed: str | None = None) -> list[Cus
         first_company.users.add(customers[0])
         second_company = Agreement.objects.get(owner=customers[3], context=AgreementContext.CORPORATE)
         second_company.users.add(customers[1])
+        by_number = {c.customer_number: c for c in customers}
+        PsuIdentity.objects.bulk_create(
+            PsuIdentity(tpp_org_id=tpp, customer=by_number[number], psu_id=psu_id, created_at=created_at)
+            for tpp, number, psu_id, created_at in kept_psus
+        )
     return customers
 
 
@@ -358,8 +383,10 @@ def customer_create(
     name: str,
     now: dt.datetime,
     customer_id: str | None = None,
+    private_agreement_id: uuid.UUID | None = None,
 ) -> Customer:
-    """A sandbox customer; a private customer gets its private agreement at once (facts.md section 1)."""
+    """A sandbox customer; a private customer gets its private agreement at once (facts.md section 1), with a
+    random id unless ``private_agreement_id`` is given (a reset keeps the known customers' ids)."""
     if customer_type not in CustomerType.values:
         raise DomainError("customerType must be PRIVATE or CORPORATE.", field="customerType")
     try:
@@ -376,7 +403,7 @@ def customer_create(
                     owner=customer,
                     context=AgreementContext.PRIVATE,
                     name=f"{name} - privat",
-                    agreement_id=stable_uuid("private-agreement", customer.customer_id),
+                    agreement_id=private_agreement_id or uuid.uuid4(),
                     created_at=now,
                 )
                 agreement.users.add(customer)
@@ -584,11 +611,10 @@ def transactions_settle_due(*, today: dt.date, account: Account | None = None) -
 
 
 def psu_identity_get_or_create(*, tpp_org_id: str, customer: Customer, now: dt.datetime) -> PsuIdentity:
-    """The persistent PSU-ID of ``customer`` for this TPP (the same after a sandbox reset)."""
+    """The persistent PSU-ID of ``customer`` for this TPP: random (uuid4) when first made, then kept (also
+    across sandbox resets, ``sandbox_initialize``)."""
     psu, _ = PsuIdentity.objects.get_or_create(
-        tpp_org_id=tpp_org_id,
-        customer=customer,
-        defaults={"psu_id": stable_uuid("psu", tpp_org_id, customer.customer_id), "created_at": now},
+        tpp_org_id=tpp_org_id, customer=customer, defaults={"psu_id": uuid.uuid4(), "created_at": now}
     )
     return psu
 
@@ -627,6 +653,23 @@ def consent_expire(*, consent: Consent, now: dt.datetime) -> None:
         _consent_move(consent, to=ConsentStatus.EXPIRED, now=now, reason="180 days after its SCA")
 
 
+def consent_terminate_by_tpp(*, psu: PsuIdentity, agreement: Agreement, now: dt.datetime) -> Consent | None:
+    """The TPP ends its valid consent for ``psu`` and ``agreement`` (DELETE /v1/bank-offered-consents); None
+    when there is none to end."""
+    with transaction.atomic():
+        consent = (
+            Consent.objects.select_for_update()
+            .filter(psu=psu, agreement=agreement, status=ConsentStatus.VALID)
+            .first()
+        )
+        if consent is None:
+            return None
+        _consent_move(
+            consent, to=ConsentStatus.TERMINATED_BY_TPP, now=now, reason="ended by the TPP (DELETE consent)"
+        )
+    return consent
+
+
 def consents_revoke(*, customer: Customer, now: dt.datetime) -> int:
     """The PSU withdraws every consent it gave, directly with the bank (sandbox control)."""
     revoked = 0
@@ -658,7 +701,7 @@ def tpp_session_record_sca(*, tpp_org_id: str, customer: Customer, tpp_session_i
 def unattended_access_record(*, tpp_org_id: str, account: Account, kind: str, now: dt.datetime) -> None:
     if kind not in AccessKind.values:
         raise DomainError(f"unknown access kind {kind!r}")
-    hotpath.unattended_insert(tpp_org_id=tpp_org_id, account=account, kind=kind, at=now)
+    UnattendedAccess.objects.create(tpp_org_id=tpp_org_id, account=account, kind=kind, at=now)
 
 
 # --- SCA --------------------------------------------------------------------------------------------------

@@ -5,6 +5,8 @@ Read from the environment with django-environ; a malformed value stops start-up 
 
 from __future__ import annotations
 
+import datetime as dt
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import environ
@@ -25,6 +27,37 @@ def _flag(name: str, default: bool) -> bool:
     if raw in {"0", "false", "no", "off"}:
         return False
     raise ImproperlyConfigured(f"{name}: expected true or false, got {raw!r}")
+
+
+def _decimal(name: str) -> Decimal | None:
+    raw = _read(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        raise ImproperlyConfigured(f"{name}: expected an amount such as 500 or 499.99, got {raw!r}") from None
+    if not value.is_finite() or value < 0:
+        raise ImproperlyConfigured(f"{name}: expected an amount of zero or more, got {raw!r}")
+    return value
+
+
+def _batch_times(name: str, default: str) -> tuple[dt.time, ...]:
+    raw = _read(name, default)
+    times = []
+    for part in raw.split(","):
+        try:
+            hours, minutes = part.strip().split(":")
+            if len(hours) != 2 or len(minutes) != 2:
+                raise ValueError
+            times.append(dt.time(int(hours), int(minutes)))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name}: expected comma-separated HH:MM times (UTC), got {raw!r}"
+            ) from None
+    if len(set(times)) != len(times):
+        raise ImproperlyConfigured(f"{name}: a time is given twice in {raw!r}")
+    return tuple(sorted(times))
 
 
 def _int(name: str, default: int, *, minimum: int = 0) -> int:
@@ -63,7 +96,18 @@ try:
 except Exception as exc:  # django-environ raises several types for malformed URLs
     raise ImproperlyConfigured(f"BANK_SIM_DATABASE_URL: malformed database URL ({exc})") from exc
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 20, "transaction_mode": "IMMEDIATE"})
+    # Several gunicorn processes share the file, and every request writes (the signature it carries, for the
+    # replay check): WAL lets readers go on while one writes, and synchronous=NORMAL commits without waiting for
+    # the disk (the log is synced at checkpoints). A crash of the bank's processes loses nothing; a power loss
+    # may lose the last commits, which a sandbox can afford. The rollback journal's syncs on every commit held
+    # the bank to about 120 requests/s.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 20,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
 # Keep database connections between requests (each gunicorn thread holds one): opening one per request
 # costs more than the balance read itself.
 DATABASES["default"]["CONN_MAX_AGE"] = _int("BANK_SIM_CONN_MAX_AGE", 300)
@@ -89,6 +133,31 @@ BANK_SIM_KNOWN_ISSUE_PENDING_UNFILTERED = _flag("BANK_SIM_KNOWN_ISSUE_PENDING_UN
 BANK_SIM_SEED = _read("BANK_SIM_SEED", "sandkasse-2024")
 # Allowed deviation of the Date request header from the bank's (real) clock, in seconds (spec section 8).
 BANK_SIM_DATE_TOLERANCE = _int("BANK_SIM_DATE_TOLERANCE", 60)
+# DELETE /v1/bank-offered-consents (the TPP ends its consent for a PSU; the spec is silent on it). Off: 405
+# SERVICE_INVALID, as a bank that does not offer it (the PSU then revokes directly with the bank).
+BANK_SIM_CONSENT_DELETE = _flag("BANK_SIM_CONSENT_DELETE", True)
+# A payment initiation that repeats an X-Request-ID of the same TPP (the spec is silent): "same" answers the
+# payment that X-Request-ID made (the same body; another body is 409 CONFLICT), "conflict" answers 409 CONFLICT,
+# "new" treats it as a new request (a second payment, unless the logical-duplicate rule refuses it).
+BANK_SIM_REQUEST_ID_REPLAY = _read("BANK_SIM_REQUEST_ID_REPLAY", "same")
+if BANK_SIM_REQUEST_ID_REPLAY not in {"same", "conflict", "new"}:
+    raise ImproperlyConfigured(
+        f"BANK_SIM_REQUEST_ID_REPLAY: expected same, conflict or new, got {BANK_SIM_REQUEST_ID_REPLAY!r}"
+    )
+# Payments whose amount is below this many NOK (at the bank's rates) need no SCA: startAuthorisation answers
+# scaStatus "exempted" without scaRedirect and the payment moves on as approved (spec 3 rule 2: "SCA exemptions
+# may produce an instantly completed payment"). Only for agreements with one signer. Unset: no exemption.
+BANK_SIM_SCA_EXEMPT_BELOW = _decimal("BANK_SIM_SCA_EXEMPT_BELOW")
+# The initiation answer itself carries the scaRedirect (an authorisation started at once), instead of a
+# startAuthorisation link the TPP must POST to first.
+BANK_SIM_SCA_AT_INITIATION = _flag("BANK_SIM_SCA_AT_INITIATION", False)
+# The largest transactions page (limit) served; a larger limit is 400 FORMAT_ERROR. The default page is 200
+# (spec section 4 and 8), or this when it is smaller.
+BANK_SIM_MAX_PAGE = _int("BANK_SIM_MAX_PAGE", 1000, minimum=1)
+# Milliseconds added to every answer (the API and the SCA screens; not /healthz): a slower bank for tests.
+BANK_SIM_LATENCY_MS = _int("BANK_SIM_LATENCY_MS", 0)
+# The payment batches' times of day on the business clock, UTC, comma-separated HH:MM (spec 8: five a day).
+BANK_SIM_BATCH_TIMES = _batch_times("BANK_SIM_BATCH_TIMES", "05:00,08:00,11:00,13:00,15:00")
 # How long a started SCA redirect stays usable before it fails with SCA_EXPIRED, in seconds.
 BANK_SIM_SCA_TTL = _int("BANK_SIM_SCA_TTL", 900, minimum=1)
 # Response signing with the bank's seal (spec 5.2 "responses may be signed"). Both files or neither.
@@ -110,6 +179,7 @@ INSTALLED_APPS = [
     "bank_simulator.pis",
 ]
 MIDDLEWARE = [
+    "bank_simulator.middleware.LatencyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -126,8 +196,11 @@ TEMPLATES = [
 ]
 USE_TZ = True
 TIME_ZONE = "Europe/Oslo"
+# The SCA screens in English or Norwegian bokmål (views.sca.screen_language); the API answers in English.
 LANGUAGE_CODE = "en"
-USE_I18N = False
+LANGUAGES = [("en", "English"), ("nb", "Norsk bokmål")]
+LOCALE_PATHS = [BASE_DIR / "bank_simulator" / "locale"]
+USE_I18N = True
 STATIC_URL = "static/"
 
 LOGGING = {

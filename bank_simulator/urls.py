@@ -9,7 +9,10 @@ urlpatterns = [
     path("openapi.json", openapi.document, name="openapi"),
     path("sca/authorize", sca.authorize, name="sca-authorize"),
     # consents and PSU identification
-    path("v1/bank-offered-consents", methods(POST=consents.bank_offered_consents)),
+    path(
+        "v1/bank-offered-consents",
+        methods(POST=consents.bank_offered_consents, DELETE=consents.bank_offered_consent_delete),
+    ),
     path("v1/consents", methods(POST=consents.consents_removed)),
     path("v1/users", methods(GET=consents.users)),
     path("v1/agreements", methods(GET=consents.agreements)),

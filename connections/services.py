@@ -363,17 +363,25 @@ def sca_start(
 # --- the redirect back: what every purpose checks ----------------------------------------------------------
 
 
-def _refuse(*, user: Any, state: ScaState, reason: str, psu_id: str, corporate_id: str | None, **extra: Any):
-    """Keep the refusal for staff (admin: identity refusals), log it without identifiers, and raise."""
+def _refusal_record(
+    *, user: Any, purpose: str, reason: str, psu_id: str, corporate_id: str | None, **extra: Any
+) -> None:
+    """Keep a refused identity for staff (admin: identity refusals) and log it without identifiers."""
     IdentityRefusal.objects.create(
         user=user,
-        purpose=state.purpose,
+        purpose=purpose,
         reason=reason,
         psu_id_hash=lookup_hash(psu_id),
         psu_corporate_id_hash=lookup_hash(corporate_id),
         **extra,
     )
-    logger.warning("SCA callback refused", extra={"reason": reason, "purpose": state.purpose, "user_id": user.pk})
+    logger.warning("SCA callback refused", extra={"reason": reason, "purpose": purpose, "user_id": user.pk})
+
+
+def _refuse(*, user: Any, state: ScaState, reason: str, psu_id: str, corporate_id: str | None, **extra: Any):
+    _refusal_record(
+        user=user, purpose=state.purpose, reason=reason, psu_id=psu_id, corporate_id=corporate_id, **extra
+    )
     raise IdentityRefused(reason)
 
 
@@ -451,12 +459,12 @@ def sca_return_accept(
 
 def identity_mismatch_record(*, sca_return: ScaReturn, detail: str) -> None:
     """A handler found the SCA done as another bank user or agreement than it expected: kept for staff."""
-    IdentityRefusal.objects.create(
+    _refusal_record(
         user=sca_return.user,
         purpose=sca_return.state.purpose,
         reason=IdentityRefusal.Reason.MISMATCH,
-        psu_id_hash=lookup_hash(sca_return.psu_id),
-        psu_corporate_id_hash=lookup_hash(sca_return.corporate_id),
+        psu_id=sca_return.psu_id,
+        corporate_id=sca_return.corporate_id,
         detail=detail[:200],
     )
 

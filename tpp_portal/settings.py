@@ -320,7 +320,7 @@ BANK_ACCEPT_FIX = env.list(
     help="x-accept-fix values sent to the bank",
 )
 BANK_SIGN_REQUEST_TARGET = env.bool(
-    "BANK_SIGN_REQUEST_TARGET", False, help="also sign (request-target) in the Signature header"
+    "BANK_SIGN_REQUEST_TARGET", True, help="also sign (request-target) in the Signature header"
 )
 if PRODUCTION and not BANK_BASE_URL.startswith("https://"):
     raise ImproperlyConfigured("BANK_BASE_URL: production talks to the bank over https only")

@@ -1,6 +1,6 @@
 """The status engine: batch processing five times a day on the bank's business clock.
 
-After SCA a payment is PDNG. Only batches move it on, at the slots of ``schedule.BATCH_SLOTS_UTC`` (business
+After SCA a payment is PDNG. Only batches move it on, at the slots of ``BANK_SIM_BATCH_TIMES`` (business
 time, UTC like every business date of the simulator, every day of the week):
 
     PDNG --batch--> ACTC                 execution date still ahead (it waits for that day's first batch)

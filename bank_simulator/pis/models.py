@@ -7,6 +7,7 @@ with ``signers_required``), ``Account`` (the debtor) and ``ScaSession`` (purpose
 from __future__ import annotations
 
 from django.db import models
+from django.db.models import Q
 
 from bank_simulator.models import Account, Agreement, Customer, PsuIdentity, ScaSession
 from bank_simulator.pis import tables
@@ -44,7 +45,10 @@ class Payment(models.Model):
     product = models.CharField(max_length=60, choices=PaymentProduct.choices)
     status = models.CharField(max_length=4, choices=TransactionStatus.choices, default=TransactionStatus.RCVD)
     tpp_org_id = models.CharField(max_length=100)
-    request_id = models.CharField(max_length=200)  # X-Request-ID of the initiation (idempotent replay)
+    request_id = models.CharField(max_length=200)  # X-Request-ID of the initiation
+    # X-Request-ID again when a repeated one is answered from this payment or refused (BANK_SIM_REQUEST_ID_REPLAY
+    # same or conflict); empty when a repeated X-Request-ID is a new request (new).
+    idempotency_key = models.CharField(max_length=200, blank=True)
     fingerprint = models.CharField(max_length=64)  # sha256 of product, PSU and body: a replay must match it
     tpp_session_id = models.CharField(max_length=200, blank=True)
     psu = models.ForeignKey(PsuIdentity, on_delete=models.CASCADE, related_name="payments")
@@ -74,7 +78,11 @@ class Payment(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["tpp_org_id", "request_id"], name="pis_payment_request_unique"),
+            models.UniqueConstraint(
+                fields=["tpp_org_id", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="pis_payment_request_unique",
+            ),
         ]
         indexes = [
             # engine.run_due: payments whose scheduled batch has come.
@@ -104,11 +112,15 @@ class PaymentEvent(models.Model):
 
 
 class PaymentAuthorisation(models.Model):
-    """One POST on startAuthorisation: the SCA redirect it issued."""
+    """One POST on startAuthorisation (or the initiation, BANK_SIM_SCA_AT_INITIATION): the SCA redirect it
+    issued, or none when the payment was exempted from SCA (BANK_SIM_SCA_EXEMPT_BELOW)."""
 
     authorisation_id = models.CharField(max_length=64, unique=True)
     payment = models.ForeignKey(Payment, on_delete=models.CASCADE, related_name="authorisations")
-    sca_session = models.OneToOneField(ScaSession, on_delete=models.CASCADE, related_name="payment_authorisation")
+    sca_session = models.OneToOneField(
+        ScaSession, null=True, blank=True, on_delete=models.CASCADE, related_name="payment_authorisation"
+    )
+    exempted = models.BooleanField(default=False)  # no SCA: scaStatus "exempted", no scaRedirect
     created_at = models.DateTimeField()
 
     def __str__(self) -> str:

@@ -84,7 +84,7 @@ SCHEMAS: dict[str, Any] = {
         ["scaStatus", "authorisationId", "_links"],
         scaStatus=STRING,
         authorisationId=STRING,
-        _links=_obj(["scaRedirect"], scaRedirect=_ref("Link"), scaStatus=_ref("Link")),
+        _links=_obj(["scaStatus"], scaRedirect=_ref("Link"), scaStatus=_ref("Link"), status=_ref("Link")),
     ),
     "ScaStatus": _obj(["scaStatus"], scaStatus=STRING),
     "BatchRun": _obj(

@@ -6,6 +6,7 @@ import datetime as dt
 from typing import Any
 
 from django.http import QueryDict
+from django.utils.translation import gettext_lazy
 
 from bank_simulator.models import ScaSession
 from bank_simulator.pis import tables
@@ -16,7 +17,7 @@ from bank_simulator.services import DomainError
 
 
 class PaymentPurpose:
-    title = "Approve a payment"
+    title = gettext_lazy("Approve a payment")
     template = "bank_simulator/sca/payment.html"
     dynamic_linking = True  # identification is asked every time, even within a TPP session's hour
 

@@ -43,10 +43,11 @@ def logical_duplicate(
     execution_date: dt.date,
     now: dt.datetime,
     tpp_org_id: str,
-    request_id: str,
+    request_id: str | None,
 ) -> Payment | None:
-    """An earlier live payment like this one (a replay of the same request is not a duplicate of itself)."""
-    return (
+    """An earlier live payment like this one. A replay of the same request (``request_id``) is not a duplicate
+    of itself; with ``request_id`` None (a repeated X-Request-ID is a new request) every earlier one counts."""
+    found = (
         Payment.objects.filter(
             debtor_account=debtor_account,
             execution_date=execution_date,
@@ -57,10 +58,11 @@ def logical_duplicate(
             created_at__gt=now - DUPLICATE_WINDOW,
         )
         .exclude(status__in=[TransactionStatus.RJCT, TransactionStatus.CANC])
-        .exclude(tpp_org_id=tpp_org_id, request_id=request_id)
         .order_by("id")
-        .first()
     )
+    if request_id is not None:
+        found = found.exclude(tpp_org_id=tpp_org_id, idempotency_key=request_id)
+    return found.first()
 
 
 def payment_for_tpp(*, payment_id: str, product: str, tpp_org_id: str) -> Payment | None:

@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from bank_simulator import services as bank_services
 from bank_simulator.identifiers import opaque_id
@@ -113,11 +114,17 @@ def payment_initiate(
     tpp_session_id: str,
     allow_logical_duplicate: bool,
     now: dt.datetime,
+    request_id_replay: str = "same",
 ) -> tuple[Payment, bool]:
-    """A new payment in RCVD, or the same one again for a replay of the same X-Request-ID and body.
+    """A new payment in RCVD, or, for an X-Request-ID this TPP used before, what ``request_id_replay`` says
+    (BANK_SIM_REQUEST_ID_REPLAY): "same" answers that payment again (409 CONFLICT for another body), "conflict"
+    refuses with 409 CONFLICT, "new" makes a new payment (the logical-duplicate rule applies to it as to any).
 
+    Without allowLogicalDuplicate=true (absent is false), a payment like a live one of the last 24 hours (same
+    debtor account, creditor, amount, currency and execution date) is refused with 409 CONFLICT.
     Returns the payment and whether it was created now.
     """
+    idempotency_key = "" if request_id_replay == "new" else request_id
     fingerprint = _fingerprint(product=product, psu=psu, order=order)
     debtor = selectors.bank_account(ref=order.debtor_account, agreement=agreement)
     if debtor is None:
@@ -154,7 +161,7 @@ def payment_initiate(
             execution_date=execution_date,
             now=now,
             tpp_org_id=tpp_org_id,
-            request_id=request_id,
+            request_id=idempotency_key or None,
         )
         if duplicate is not None:
             raise PaymentRefused(
@@ -176,6 +183,7 @@ def payment_initiate(
                 product=product,
                 tpp_org_id=tpp_org_id,
                 request_id=request_id,
+                idempotency_key=idempotency_key,
                 fingerprint=fingerprint,
                 tpp_session_id=tpp_session_id,
                 psu=psu,
@@ -197,10 +205,18 @@ def payment_initiate(
             PaymentEvent.objects.create(
                 payment=payment, at=now, from_status="", to_status=S.RCVD, reason="initiated by the TPP"
             )
-    except IntegrityError:  # a replay of the same X-Request-ID (the unique constraint is the idempotency key)
-        existing = Payment.objects.filter(tpp_org_id=tpp_org_id, request_id=request_id).first()
+    except IntegrityError:  # a repeated X-Request-ID (the unique constraint on the idempotency key)
+        existing = Payment.objects.filter(tpp_org_id=tpp_org_id, idempotency_key=idempotency_key).first()
         if existing is None:
             raise
+        if request_id_replay == "conflict":
+            raise PaymentRefused(
+                409,
+                "CONFLICT",
+                f"X-Request-ID was already used for payment {existing.payment_id}; every initiation needs a new "
+                "X-Request-ID.",
+                field="X-Request-ID",
+            ) from None
         return _replay(existing, fingerprint), False
     return payment, True
 
@@ -218,8 +234,11 @@ def payment_authorisation_start(
     redirect_uri: str,
     requesting_psu: PsuIdentity | None,
     now: dt.datetime,
+    exempt_below_nok: Decimal | None = None,
 ) -> PaymentAuthorisation:
-    """An SCA redirect for the next signer (the same one again while an SCA is still in progress)."""
+    """An SCA redirect for the next signer (the same one again while an SCA is still in progress), or, for a
+    single-signer payment below ``exempt_below_nok`` (BANK_SIM_SCA_EXEMPT_BELOW), an exemption: no SCA, the
+    payment is approved at once (PDNG)."""
     if payment.status not in (S.RCVD, S.PATC):
         raise PaymentRefused(
             409,
@@ -229,6 +248,13 @@ def payment_authorisation_start(
     current = selectors.authorisation_in_progress(payment=payment, now=now)
     if current is not None:
         return current
+    if (
+        exempt_below_nok is not None
+        and payment.status == S.RCVD
+        and payment.signers_required == 1
+        and tables.to_nok(payment.amount, payment.currency) < exempt_below_nok
+    ):
+        return _payment_exempt(payment=payment, limit=exempt_below_nok, now=now)
     signed = set(payment.signatures.values_list("customer_id", flat=True))
     # The first signer is the PSU who initiated; a further signer is any other user of the agreement (the one
     # named by PSU-ID when the TPP sends the PSU-ID of someone who has not signed yet).
@@ -257,17 +283,52 @@ def payment_authorisation_start(
     )
 
 
+def _payment_exempt(*, payment: Payment, limit: Decimal, now: dt.datetime) -> PaymentAuthorisation:
+    """No SCA for this payment: an exempted authorisation, the initiating PSU's signature, and PDNG."""
+    with transaction.atomic():
+        locked = Payment.objects.select_for_update().get(pk=payment.pk)
+        if locked.status != S.RCVD:
+            raise PaymentRefused(
+                409, "CONFLICT", f"The payment needs no further authorisation (transactionStatus {locked.status})."
+            )
+        authorisation = PaymentAuthorisation.objects.create(
+            authorisation_id=opaque_id("authorisation", secrets.token_hex(16)),
+            payment=payment,
+            sca_session=None,
+            exempted=True,
+            created_at=now,
+        )
+        PaymentSignature.objects.create(
+            payment=payment,
+            customer_id=payment.psu.customer_id,
+            psu=payment.psu,
+            authorisation=authorisation,
+            signed_at=now,
+        )
+        payment_move(
+            payment,
+            to=S.PDNG,
+            now=now,
+            reason=f"SCA exempted: below {limit} NOK (BANK_SIM_SCA_EXEMPT_BELOW)",
+            authorised_at=now,
+            next_batch_at=next_slot_after(now),
+        )
+    return authorisation
+
+
 def payment_sign(*, session: ScaSession, now: dt.datetime) -> PsuIdentity:
     """The PSU approved the payment on the SCA screen: one more signature; PATC or PDNG when complete."""
     assert session.customer is not None and session.agreement is not None
     authorisation = PaymentAuthorisation.objects.get(sca_session=session)
     payment = Payment.objects.select_for_update().select_related("agreement").get(pk=authorisation.payment_id)
-    if payment.status not in (S.RCVD, S.PATC):
-        raise DomainError(f"The payment is no longer waiting for approval (status {payment.status}).")
+    if payment.status not in (S.RCVD, S.PATC):  # the messages are shown on the SCA screen: translated
+        raise DomainError(
+            _("The payment is no longer waiting for approval (status %(status)s).") % {"status": payment.status}
+        )
     if session.agreement_id != payment.agreement_id:
         raise DomainError(
-            f"This payment was made in the context {payment.agreement.context} ({payment.agreement.name}); "
-            "cancel and choose that context."
+            _("This payment was made in the context %(context)s (%(agreement)s); cancel and choose that context.")
+            % {"context": payment.agreement.context, "agreement": payment.agreement.name}
         )
     psu = bank_services.psu_identity_get_or_create(
         tpp_org_id=session.tpp_org_id, customer=session.customer, now=now
@@ -279,7 +340,7 @@ def payment_sign(*, session: ScaSession, now: dt.datetime) -> PsuIdentity:
             )
     except IntegrityError:
         raise DomainError(
-            "You have already approved this payment; another person authorised for the agreement must sign."
+            _("You have already approved this payment; another person authorised for the agreement must sign.")
         ) from None
     signed = payment.signatures.count()
     if signed >= payment.signers_required:

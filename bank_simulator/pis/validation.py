@@ -2,7 +2,7 @@
 
 Each violation is one tppMessage (400 FORMAT_ERROR) whose ``path`` names the field, e.g.
 ``instructedAmount.amount`` or ``creditorAddress.country``; all violations of a body are reported together.
-A requested execution date in the past is 400 EXECUTION_DATE_INVALID.
+A requested execution date in the past, or more than a year ahead, is 400 EXECUTION_DATE_INVALID.
 
 Where the specification is silent the simulator states its choice here:
 - unknown fields are ignored and not stored (the bank's answer to GET holds the fields it knows);
@@ -180,6 +180,14 @@ def _account(check: _Checker, data: dict[str, Any], name: str) -> AccountRef | N
     return AccountRef(iban=iban or "", bban=bban or "", currency=currency or "")
 
 
+def latest_execution_date(today: dt.date) -> dt.date:
+    """The same day a year later (28 February for 29 February): later execution dates are refused."""
+    try:
+        return today.replace(year=today.year + 1)
+    except ValueError:
+        return today.replace(year=today.year + 1, day=28)
+
+
 def validate(body: Any, *, product: str, today: dt.date) -> PaymentOrder:
     """The parsed order, or ``PaymentRejected`` listing every violation."""
     check = _Checker()
@@ -258,6 +266,13 @@ def validate(body: Any, *, product: str, today: dt.date) -> PaymentOrder:
                 check.fail(
                     "requestedExecutionDate",
                     f"requestedExecutionDate {raw_date} is in the past (the bank's date is {today.isoformat()}).",
+                    code="EXECUTION_DATE_INVALID",
+                )
+            elif execution_date > latest_execution_date(today):
+                check.fail(
+                    "requestedExecutionDate",
+                    f"requestedExecutionDate {raw_date} is more than a year ahead (the latest is "
+                    f"{latest_execution_date(today).isoformat()}).",
                     code="EXECUTION_DATE_INVALID",
                 )
 

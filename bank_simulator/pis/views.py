@@ -12,6 +12,7 @@ import math
 import re
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpResponse
 
 from bank_simulator import clock
@@ -141,14 +142,20 @@ def _initiating_psu(api: ApiRequest) -> tuple[Customer | None, PsuIdentity | Non
     return customer, api.psu, agreement
 
 
-def initiation_json(payment: Payment) -> dict[str, Any]:
+def initiation_json(payment: Payment, authorisation: PaymentAuthorisation | None = None) -> dict[str, Any]:
+    """The 201 answer. With ``authorisation`` (BANK_SIM_SCA_AT_INITIATION) its scaRedirect (none when exempted)
+    and scaStatus links take the place of startAuthorisation."""
     currency = payment.debtor_account.currency
+    links = _links(payment)
+    if authorisation is not None:
+        del links["startAuthorisation"]
+        links.update(_authorisation_json(payment, authorisation)["_links"])
     return {
         "transactionStatus": payment.status,
         "paymentId": payment.payment_id,
         "transactionFees": amount_json(payment.fee_amount, currency),
         "transactionFeeIndicator": payment.fee_amount > 0,
-        "_links": _links(payment),
+        "_links": links,
     }
 
 
@@ -177,10 +184,14 @@ def initiate(api: ApiRequest, product: str) -> tuple[int, dict[str, Any]]:
             tpp_session_id=api.header("TPP-Session-ID") or "",
             allow_logical_duplicate=allow_duplicate,
             now=api.now,
+            request_id_replay=settings.BANK_SIM_REQUEST_ID_REPLAY,
         )
     except services.PaymentRefused as error:
         raise _refused(error) from None
-    return 201, initiation_json(payment)
+    authorisation = None
+    if settings.BANK_SIM_SCA_AT_INITIATION and payment.status == TransactionStatus.RCVD:
+        authorisation = _authorisation_start(api, payment)
+    return 201, initiation_json(payment, authorisation)
 
 
 @endpoint(roles=PI, required=PAYMENT_HEADERS)
@@ -220,32 +231,50 @@ def payment_cancel(api: ApiRequest, product: str, payment_id: str) -> HttpRespon
     return HttpResponse(status=204)
 
 
-def _authorisation_json(payment: Payment, authorisation: PaymentAuthorisation) -> dict[str, Any]:
+def _sca_status(authorisation: PaymentAuthorisation) -> str:
     session = authorisation.sca_session
+    if authorisation.exempted or session is None:
+        return "exempted"
+    return SCA_STATUS.get(session.status, session.status)
+
+
+def _authorisation_json(payment: Payment, authorisation: PaymentAuthorisation) -> dict[str, Any]:
+    """scaStatus and the scaRedirect to send the PSU to; an exempted payment has none (Berlin Group's
+    scaStatus "exempted"): it is approved, and its status link shows it moving on."""
     href = f"{payment_path(payment)}/authorisations/{path_id(authorisation.authorisation_id)}"
+    links: dict[str, Any] = {"scaStatus": link(href)}
+    if authorisation.sca_session is not None and not authorisation.exempted:
+        links = {"scaRedirect": sca_redirect_link(authorisation.sca_session), **links}
+    else:
+        links["status"] = link(payment_path(payment) + "/status")
     return {
-        "scaStatus": SCA_STATUS.get(session.status, session.status),
+        "scaStatus": _sca_status(authorisation),
         "authorisationId": authorisation.authorisation_id,
-        "_links": {"scaRedirect": sca_redirect_link(session), "scaStatus": link(href)},
+        "_links": links,
     }
 
 
-@endpoint(roles=PI, required=PAYMENT_HEADERS, body="ignored")
-def authorisation_start(api: ApiRequest, product: str, payment_id: str) -> tuple[int, dict[str, Any]]:
-    """POST (empty body) on startAuthorisation: the scaRedirect for the next signer."""
-    payment = _payment(api, product, payment_id)
+def _authorisation_start(api: ApiRequest, payment: Payment) -> PaymentAuthorisation:
     try:
-        authorisation = services.payment_authorisation_start(
+        return services.payment_authorisation_start(
             payment=payment,
             tpp_name=api.tpp.organization_name,
             tpp_session_id=api.header("TPP-Session-ID") or payment.tpp_session_id,
             redirect_uri=api.header("TPP-Redirect-URI") or "",
             requesting_psu=api.psu,
             now=api.now,
+            exempt_below_nok=settings.BANK_SIM_SCA_EXEMPT_BELOW,
         )
     except services.PaymentRefused as error:
         raise _refused(error) from None
-    return 201, _authorisation_json(payment, authorisation)
+
+
+@endpoint(roles=PI, required=PAYMENT_HEADERS, body="ignored")
+def authorisation_start(api: ApiRequest, product: str, payment_id: str) -> tuple[int, dict[str, Any]]:
+    """POST (empty body) on startAuthorisation: the scaRedirect for the next signer, or scaStatus "exempted"
+    without one (BANK_SIM_SCA_EXEMPT_BELOW)."""
+    payment = _payment(api, product, payment_id)
+    return 201, _authorisation_json(payment, _authorisation_start(api, payment))
 
 
 @endpoint(roles=PI, required=PAYMENT_HEADERS)
@@ -256,7 +285,7 @@ def authorisation_read(
     authorisation = selectors.authorisation_of(payment=payment, authorisation_id=authorisation_id)
     if authorisation is None:
         raise ApiError(404, "RESOURCE_UNKNOWN", "No such authorisation of this payment.", path="authorisationId")
-    return 200, {"scaStatus": SCA_STATUS.get(authorisation.sca_session.status, authorisation.sca_session.status)}
+    return 200, {"scaStatus": _sca_status(authorisation)}
 
 
 # --- sandbox control ---------------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ from typing import Any
 
 from django.conf import settings
 
-from bank_simulator import hotpath, selectors, services
 from bank_simulator import representations as rep
+from bank_simulator import selectors, services
 from bank_simulator.access import PSP_AI, ApiRequest, bool_query, endpoint
 from bank_simulator.errors import ApiError, format_error
 from bank_simulator.models import AccessKind, Account, AccountKind, Consent, ConsentStatus, ScaPurpose
@@ -19,8 +19,7 @@ AIS_HEADERS = ("TPP-Redirect-URI",)
 AIS = {"roles": frozenset({PSP_AI}), "required": AIS_HEADERS, "corporate_required": True}
 UNATTENDED_LIMIT = 4
 UNATTENDED_HISTORY = dt.timedelta(days=90)
-DEFAULT_PAGE_SIZE = 200
-MAX_PAGE_SIZE = 1000
+DEFAULT_PAGE_SIZE = 200  # spec sections 4 and 8; BANK_SIM_MAX_PAGE when that is smaller
 BOOKING_STATUSES = ("booked", "pending", "both", "all")
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 _DIGITS = re.compile(r"^[0-9]{1,9}$")
@@ -58,13 +57,21 @@ def require_consent(api: ApiRequest) -> Consent:
             "Account information needs a PSU-ID with a consent; send the PSU to scaRedirect.",
         )
     assert api.agreement is not None  # corporate_required: a corporate PSU has sent PSU-Corporate-ID
-    consent = api.consent  # the latest one, read with the PSU (bank_simulator.hotpath)
+    consent = api.consent  # the latest one, read with the PSU (selectors.psu_context)
     if consent is None or consent.status == ConsentStatus.REPLACED:
         raise _consent_redirect(
             api,
             401,
             "CONSENT_UNKNOWN",
             "There is no consent for this PSU and agreement; send the PSU to scaRedirect.",
+        )
+    if consent.status == ConsentStatus.TERMINATED_BY_TPP:
+        raise _consent_redirect(
+            api,
+            401,
+            "CONSENT_UNKNOWN",
+            "The TPP ended this consent (DELETE /v1/bank-offered-consents); send the PSU to scaRedirect for a "
+            "new one.",
         )
     if consent.status == ConsentStatus.REVOKED_BY_PSU:
         raise ApiError(403, "CONSENT_UNKNOWN", "The PSU has revoked the consent with the bank.")
@@ -80,7 +87,7 @@ def require_consent(api: ApiRequest) -> Consent:
 
 
 def _account(api: ApiRequest, consent: Consent, resource_id: str, kind: str) -> Account:
-    account = hotpath.consented_account(consent=consent, resource_id=resource_id, kind=kind)
+    account = selectors.consented_account(consent=consent, resource_id=resource_id, kind=kind)
     if account is None:
         raise ApiError(
             403,
@@ -176,7 +183,8 @@ def _transactions(api: ApiRequest, resource_id: str, kind: str) -> tuple[int, di
     date_to = _date_param(api, "dateTo")
     if date_from and date_to and date_from > date_to:
         raise format_error("dateFrom", "dateFrom is after dateTo.")
-    limit = _int_param(api, "limit", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE)
+    largest = settings.BANK_SIM_MAX_PAGE
+    limit = _int_param(api, "limit", min(DEFAULT_PAGE_SIZE, largest), 1, largest)
     offset = _int_param(api, "offset", 0, 0, 10**7)
     consent = require_consent(api)
     account = _account(api, consent, resource_id, kind)
@@ -192,8 +200,7 @@ def _transactions(api: ApiRequest, resource_id: str, kind: str) -> tuple[int, di
             )
         date_from = date_from or oldest
     _check_unattended(api, account, AccessKind.TRANSACTIONS)
-    if hotpath.due_count(account=account, today=today):  # pending items whose day has come book first
-        services.transactions_settle_due(today=today, account=account)
+    services.transactions_settle_due(today=today, account=account)  # pending items whose day has come book first
     page = selectors.transaction_page(
         account=account,
         booking_status=booking_status,

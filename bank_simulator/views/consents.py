@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.http import HttpResponse
+
 from bank_simulator import services
 from bank_simulator.access import PSP_AI, PSP_PI, ApiRequest, endpoint
-from bank_simulator.errors import ApiError, format_error, header_required
+from bank_simulator.errors import ApiError, error_response, format_error, header_required
 from bank_simulator.models import Agreement, AgreementContext, ScaPurpose
 from bank_simulator.representations import link
 from bank_simulator.views.common import sca_redirect_link
@@ -42,6 +45,29 @@ def _start(api: ApiRequest, purpose: str) -> dict[str, Any]:
 def bank_offered_consents(api: ApiRequest) -> tuple[int, dict[str, Any]]:
     """Bank-offered consent: the body is ignored; the PSU picks the accounts in the SCA screens."""
     return 201, _start(api, ScaPurpose.CONSENT)
+
+
+@endpoint(roles=frozenset({PSP_AI}), required=("TPP-Redirect-URI",), corporate_required=True)
+def bank_offered_consent_delete(api: ApiRequest) -> HttpResponse:
+    """The TPP ends its consent for the PSU of PSU-ID (and the agreement of PSU-Corporate-ID): 204, and account
+    reads answer 401 CONSENT_UNKNOWN with a scaRedirect for a new consent. BANK_SIM_CONSENT_DELETE=false: 405."""
+    if not settings.BANK_SIM_CONSENT_DELETE:
+        error = ApiError(
+            405,
+            "SERVICE_INVALID",
+            "This bank does not offer deleting a consent; the PSU revokes it directly with the bank.",
+        )
+        response = error_response(error)
+        response["Allow"] = "POST"
+        return response
+    if not api.psu_id_given:
+        raise header_required("PSU-ID", "to name the PSU whose consent ends")
+    if api.psu is None:
+        raise ApiError(401, "PSU_CREDENTIALS_INVALID", "PSU-ID is not known for this TPP.", path="PSU-ID")
+    assert api.agreement is not None  # corporate_required: a corporate PSU has sent PSU-Corporate-ID
+    if services.consent_terminate_by_tpp(psu=api.psu, agreement=api.agreement, now=api.now) is None:
+        raise ApiError(403, "CONSENT_UNKNOWN", "There is no valid consent of this PSU for this agreement to end.")
+    return HttpResponse(status=204)
 
 
 @endpoint(roles=frozenset({PSP_AI}), body="ignored")

@@ -270,7 +270,13 @@ def build(base_url: str) -> dict[str, Any]:
         ),
         _query("dateFrom", "first booking date", type="string", format="date"),
         _query("dateTo", "last booking date", type="string", format="date"),
-        _query("limit", "page size (default 200)", type="integer", minimum=1, maximum=1000),
+        _query(
+            "limit",
+            "page size (default 200)",
+            type="integer",
+            minimum=1,
+            maximum=settings.BANK_SIM_MAX_PAGE,
+        ),
         _query("offset", "items to skip", type="integer", minimum=0),
     ]
     sandbox_headers = [*SIGNING, DIGEST]
@@ -283,7 +289,18 @@ def build(base_url: str) -> dict[str, Any]:
                 [*SIGNING, DIGEST, REDIRECT, SESSION_REQUIRED, *PSU, PSU_CONTEXT],
                 {**_ok("201", _ref("ScaRedirect")), **AIS_ERRORS},
                 requestBody=_json_body({"type": "object"}, required=False),
-            )
+            ),
+            "delete": _op(
+                "deleteBankOfferedConsent",
+                "End the TPP's consent for the PSU (and PSU-Corporate-ID's agreement)",
+                [*SIGNING, REDIRECT, SESSION, *PSU],
+                {
+                    "204": {"description": "the consent ended"},
+                    **AIS_ERRORS,
+                    "403": _error("CONSENT_UNKNOWN: no valid consent of this PSU and agreement"),
+                    "405": _error("SERVICE_INVALID: the bank does not offer it (BANK_SIM_CONSENT_DELETE=false)"),
+                },
+            ),
         },
         "/v1/consents": {
             "post": _op(

@@ -3,18 +3,29 @@
 Steps: the mocked national identity number (the customer's customerNumber), then the context (PRIVATE, or
 CORPORATE with a choice of agreement), then the purpose's review screen (for a consent: the accounts, already
 shared ones pre-selected). Approve or cancel, then a redirect to TPP-Redirect-URI. A finished SCA cannot be used
-again; an unknown state shows an error page and redirects nowhere.
+again: its address (the browser's back button, a second tab) shows "already done" with a link back to the
+provider, and the pages are never cached, so the back button cannot bring back a live Approve button. An
+unknown state shows an error page and redirects nowhere.
+
+The screens speak Norwegian bokmål when the browser asks for it (Accept-Language nb, no or nn), else English
+(``bank_simulator/locale``). What goes back to the TPP in the redirect stays English.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
+from collections.abc import Callable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.utils import translation
+from django.utils.cache import patch_vary_headers
+from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_http_methods
 
@@ -28,6 +39,45 @@ SYSTEM = "SANDBOX-SCA"
 _IDENTITY = re.compile(r"^\d{9,11}$")
 
 
+_NORWEGIAN = frozenset({"nb", "no", "nn"})
+
+
+def screen_language(request: HttpRequest) -> str:
+    """The screens' language: nb when the browser's Accept-Language prefers a Norwegian one to English, else en.
+
+    Django alone maps "no" (the code many browsers send for Norwegian) to nothing, hence this reading.
+    """
+    offered: list[tuple[float, int, str]] = []
+    for position, part in enumerate(request.headers.get("Accept-Language", "").split(",")):
+        tag, _sep, params = part.strip().partition(";")
+        quality = 1.0
+        if params.strip().startswith("q="):
+            try:
+                quality = float(params.strip()[2:])
+            except ValueError:
+                continue
+        primary = tag.strip().lower().split("-")[0]
+        if primary in _NORWEGIAN or primary == "en":
+            offered.append((-quality, position, "nb" if primary in _NORWEGIAN else "en"))
+    offered = [item for item in offered if item[0] < 0]  # q=0 means "not this one"
+    return min(offered)[2] if offered else "en"
+
+
+def localized(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Run ``view`` in the browser's language (``screen_language``); never cached (the back button asks again)."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args: object, **kwargs: object) -> HttpResponse:
+        language = screen_language(request)
+        with translation.override(language):
+            response = view(request, *args, **kwargs)
+        response["Content-Language"] = language
+        patch_vary_headers(response, ("Accept-Language",))
+        return response
+
+    return never_cache(wrapper)
+
+
 def _redirect(uri: str, params: dict[str, str]) -> HttpResponseRedirect:
     parts = urlsplit(uri)
     query = parse_qsl(parts.query, keep_blank_values=True) + list(params.items())
@@ -35,10 +85,12 @@ def _redirect(uri: str, params: dict[str, str]) -> HttpResponseRedirect:
 
 
 def _fail(session: ScaSession, *, status: int, code: str, message: str) -> HttpResponse:
+    """End the SCA and send the PSU back with the error parameters (``message`` is for the TPP: English)."""
     try:
         services.sca_fail(session=session, code=code, now=clock.now())
     except DomainError:
-        return _page(None, "This authentication has already been completed.", status=409)
+        session.refresh_from_db(fields=["status"])
+        return _done(None, session)
     return _redirect(
         session.redirect_uri, {"system": SYSTEM, "status": str(status), "code": code, "message": message}
     )
@@ -46,6 +98,22 @@ def _fail(session: ScaSession, *, status: int, code: str, message: str) -> HttpR
 
 def _page(request: HttpRequest | None, message: str, *, status: int) -> HttpResponse:
     return render(request, "bank_simulator/sca/message.html", {"message": message}, status=status)
+
+
+def _done(request: HttpRequest | None, session: ScaSession) -> HttpResponse:
+    """A finished SCA's address, seen again: "already done" and a link to the provider's site, no form."""
+    if session.status == ScaStatus.FINALISED:
+        message = _("You have already approved this. Nothing more is needed here.")
+    else:
+        message = _("This authentication has already ended (cancelled, expired or refused).")
+    parts = urlsplit(session.redirect_uri)
+    back_url = f"{parts.scheme}://{parts.netloc}/" if parts.scheme in {"http", "https"} and parts.netloc else ""
+    return render(
+        request,
+        "bank_simulator/sca/done.html",
+        {"session": session, "message": message, "back_url": back_url},
+        status=409,
+    )
 
 
 def _screen(request: HttpRequest, session: ScaSession, template: str, **context: object) -> HttpResponse:
@@ -58,12 +126,14 @@ def _screen(request: HttpRequest, session: ScaSession, template: str, **context:
     )
 
 
+@localized
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     return _page(
-        request, "The form expired or was not sent from this page; start again from the provider.", status=403
+        request, _("The form expired or was not sent from this page; start again from the provider."), status=403
     )
 
 
+@localized
 @csrf_protect
 @require_http_methods(["GET", "POST"])
 def authorize(request: HttpRequest) -> HttpResponse:
@@ -79,14 +149,12 @@ def authorize(request: HttpRequest) -> HttpResponse:
     )
     if session is None:
         return _page(
-            request, "Unknown authentication request (SCA_NOT_FOUND). Start again from the provider.", status=404
+            request,
+            _("Unknown authentication request (SCA_NOT_FOUND). Start again from the provider."),
+            status=404,
         )
     if session.status in (ScaStatus.FINALISED, ScaStatus.FAILED):
-        return _page(
-            request,
-            "This authentication has already been completed and cannot be used again (SCA_INVALID).",
-            status=409,
-        )
+        return _done(request, session)
     now = clock.now()
     if now > session.expires_at:
         return _fail(session, status=401, code="SCA_EXPIRED", message="The authentication expired.")
@@ -99,7 +167,10 @@ def authorize(request: HttpRequest) -> HttpResponse:
             return _choose_context(request, session)
         return _review(request, session, now)
     except DomainError:  # a concurrent request moved the SCA on
-        return _page(request, "This authentication has already moved on; use the newest page.", status=409)
+        session.refresh_from_db(fields=["status"])
+        if session.status in (ScaStatus.FINALISED, ScaStatus.FAILED):
+            return _done(request, session)
+        return _page(request, _("This authentication has already moved on; use the newest page."), status=409)
 
 
 def _identify(request: HttpRequest, session: ScaSession) -> HttpResponse:
@@ -116,9 +187,9 @@ def _identify(request: HttpRequest, session: ScaSession) -> HttpResponse:
                 session, status=401, code="PSU_CREDENTIALS_INVALID", message="Unknown national identity number."
             )
         error = (
-            "The identity number does not belong to the user the provider named."
+            _("The identity number does not belong to the user the provider named.")
             if customer is not None
-            else "Unknown national identity number."
+            else _("Unknown national identity number.")
         )
         return _screen(
             request,
@@ -154,7 +225,7 @@ def _choose_context(request: HttpRequest, session: ScaSession, *, fresh: bool = 
             template,
             options=options,
             selected=options[0],
-            error="Choose one of the listed contexts.",
+            error=_("Choose one of the listed contexts."),
         )
     services.sca_choose_context(session=session, agreement=agreement)
     handler = PURPOSES[session.purpose]

@@ -30,12 +30,12 @@ from connections.models import (
 from connections.services import IllegalTransition, connection_transition
 from staff.admin.bank_calls import bank_calls_link
 from staff.admin.helpers import (
+    IdentifierHashSearchMixin,
     ReadOnlyAdminMixin,
     ReadOnlyInline,
     export_csv,
     fieldset_fields,
     masked,
-    search_by_identifier_hash,
 )
 
 
@@ -101,7 +101,7 @@ class ConsentReminderInline(ReadOnlyInline, admin.TabularInline):
 
 
 @admin.register(BankConnection)
-class BankConnectionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class BankConnectionAdmin(IdentifierHashSearchMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
         "id",
         "user",
@@ -133,13 +133,7 @@ class BankConnectionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     inlines = (ConnectionEventInline, BankAccountInline, ConsentReminderInline)
     actions = [export_csv, "mark_needs_reconnect"]
 
-    def get_search_results(self, request, queryset, search_term):
-        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
-        term = search_term.strip()
-        if term:
-            by_hash = search_by_identifier_hash(queryset, term, "psu_id_hash", "psu_corporate_id_hash")
-            results = results | by_hash
-        return results, may_have_duplicates
+    identifier_hash_fields = ("psu_id_hash", "psu_corporate_id_hash")
 
     @admin.display(description="PSU-ID")
     def psu_id_masked(self, connection: BankConnection) -> str:
@@ -219,7 +213,7 @@ class ScaStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(IdentityRefusal)
-class IdentityRefusalAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class IdentityRefusalAdmin(IdentifierHashSearchMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     """Redirects back from SCA whose claimed identity the portal refused (a swapped PSU-ID, an agreement the bank
     does not list, an SCA done as someone else): nothing was stored from them. The identifiers are kept only as
     keyed hashes; type an exact PSU-ID in the search box to find its refusals."""
@@ -234,16 +228,11 @@ class IdentityRefusalAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     readonly_fields = fields
     actions = [export_csv]
 
-    def get_search_results(self, request, queryset, search_term):
-        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
-        term = search_term.strip()
-        if term:
-            results = results | search_by_identifier_hash(queryset, term, "psu_id_hash", "psu_corporate_id_hash")
-        return results, may_have_duplicates
+    identifier_hash_fields = ("psu_id_hash", "psu_corporate_id_hash")
 
 
 @admin.register(PsuBinding)
-class PsuBindingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class PsuBindingAdmin(IdentifierHashSearchMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     """Which portal user each PSU-ID belongs to (by its keyed hash: type an exact PSU-ID to find it)."""
 
     list_display = ("id", "user", "bound_at")
@@ -254,9 +243,4 @@ class PsuBindingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     readonly_fields = fields
     actions = [export_csv]
 
-    def get_search_results(self, request, queryset, search_term):
-        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
-        term = search_term.strip()
-        if term:
-            results = results | search_by_identifier_hash(queryset, term, "psu_id_hash")
-        return results, may_have_duplicates
+    identifier_hash_fields = ("psu_id_hash",)

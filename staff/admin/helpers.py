@@ -191,6 +191,20 @@ def run_bank_action(
 
 
 #: The operation and user filters of the audit log offer what was seen in this period (older: use the search).
+class IdentifierHashSearchMixin:
+    """The search box also finds rows by an exact PSU identifier, matched by its keyed hash in
+    ``identifier_hash_fields`` (identifiers are never stored, nor searchable, in clear)."""
+
+    identifier_hash_fields: tuple[str, ...] = ()
+
+    def get_search_results(self, request, queryset, search_term):
+        results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        term = search_term.strip()
+        if term:
+            results = results | search_by_identifier_hash(queryset, term, *self.identifier_hash_fields)
+        return results, may_have_duplicates
+
+
 def search_by_identifier_hash(queryset: QuerySet, term: str, *fields: str) -> QuerySet:
     """Rows whose keyed-hash column(s) match an exact identifier typed by staff (never stored in clear)."""
     from connections.crypto import lookup_hash

@@ -71,6 +71,13 @@ def http_date(moment: dt.datetime | None = None) -> str:
     return format_datetime(moment or dt.datetime.now(dt.UTC), usegmt=True)
 
 
+def resent_date() -> str:
+    """The Date of a request sent again (same X-Request-ID and body) and signed anew: half a minute ago (within
+    the allowed deviation), never the Date of the first sending a moment ago, so that its signature differs (a
+    byte-identical request is refused as a replay)."""
+    return http_date(dt.datetime.now(dt.UTC) - dt.timedelta(seconds=30))
+
+
 @dataclass
 class Bank:
     """A TPP talking to the bank through the Django test client, signing every request."""
@@ -113,6 +120,7 @@ class Bank:
     ):
         signer = signer or self.signer
         body = json_body.encode("utf-8") if json_body is not None else None
+        sign_options.setdefault("sign_request_target", True)  # the bank requires (request-target)
         signed = sign_request(
             method, target, self.headers(headers, psu=psu), body, signer.key, signer.certificate, **sign_options
         )

@@ -69,6 +69,7 @@ class LiveTpp:
             body,
             self.signer.key,
             self.signer.certificate,
+            sign_request_target=True,
         )
         if body is not None:
             signed["Content-Type"] = "application/json"
@@ -118,7 +119,9 @@ def conforms(tpp: LiveTpp, case) -> None:
         and all(32 <= ord(c) < 127 for c in str(v))
     }
     headers = {"Date": http_date(), "X-Request-ID": str(uuid.uuid4()), **generated}
-    signed = sign_request(method, target, headers, body, tpp.signer.key, tpp.signer.certificate)
+    signed = sign_request(
+        method, target, headers, body, tpp.signer.key, tpp.signer.certificate, sign_request_target=True
+    )
     if body is not None:
         signed["Content-Type"] = "application/json"
     response = requests.request(method, prepared.url, data=body, headers=signed, timeout=30, allow_redirects=False)

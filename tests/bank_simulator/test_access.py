@@ -69,7 +69,13 @@ def test_body_changed_after_signing_fails_the_digest(bank):
 
     body = b'{"customerNumber":"01019000083","customerType":"PRIVATE","customerName":"A"}'
     headers = sign_request(
-        "POST", "/v1/sandbox/customers", bank.headers(), body, bank.signer.key, bank.signer.certificate
+        "POST",
+        "/v1/sandbox/customers",
+        bank.headers(),
+        body,
+        bank.signer.key,
+        bank.signer.certificate,
+        sign_request_target=True,
     )
     response = bank.client.post(
         "/v1/sandbox/customers",
@@ -111,7 +117,7 @@ def _signature_without(bank: Bank, name: str) -> str:
     from xs2a.signing import key_id, signature_for, signature_header
 
     headers = bank.headers()
-    names = [n for n in ("date", "x-request-id", "psu-id", "tpp-redirect-uri") if n != name]
+    names = [n for n in ("(request-target)", "date", "x-request-id", "psu-id", "tpp-redirect-uri") if n != name]
     lowered = {k.lower(): v for k, v in headers.items()}
     signature = signature_for(names, method="GET", target=ACCOUNTS, headers=lowered, key=bank.signer.key)
     return headers, signature_header(
@@ -137,7 +143,7 @@ def test_digest_must_be_signed_when_there_is_a_body(bank):
 
     body = b"{}"
     headers = {**bank.headers(), "Digest": digest_header(body)}
-    names = ["date", "x-request-id"]
+    names = ["(request-target)", "date", "x-request-id"]
     lowered = {k.lower(): v for k, v in headers.items()}
     signature = signature_for(
         names, method="POST", target="/v1/bank-offered-consents", headers=lowered, key=bank.signer.key
@@ -158,7 +164,7 @@ def test_key_id_must_name_the_serial_in_upper_case_hex(private_bank):
 
     cert = private_bank.signer.certificate
     headers = private_bank.headers()
-    names = signing.signed_header_names(headers)
+    names = signing.signed_header_names(headers, sign_request_target=True)
     signature = signing.signature_for(
         names, method="GET", target=ACCOUNTS, headers=headers, key=private_bank.signer.key
     )
@@ -177,7 +183,7 @@ def test_key_id_issuer_must_be_rfc2253_not_rfc4514(private_bank):
 
     cert = private_bank.signer.certificate
     headers = private_bank.headers()
-    names = signing.signed_header_names(headers)
+    names = signing.signed_header_names(headers, sign_request_target=True)
     signature = signing.signature_for(
         names, method="GET", target=ACCOUNTS, headers=headers, key=private_bank.signer.key
     )
@@ -394,3 +400,188 @@ def test_psu_corporate_id_of_an_agreement_the_psu_may_not_use_is_403(private_ban
     response = private_bank.get(ACCOUNTS)
     assert response.status_code == 403
     assert error_code(response) == "FORBIDDEN"
+
+
+# --- what must be signed, replays, keyId as a quoted string --------------------------------------------------
+
+
+def _signed(bank: Bank, method: str, target: str, names: list[str], headers: dict[str, str], **kw) -> dict:
+    """``headers`` with a valid signature over exactly ``names`` (any keyId quoting given by ``key_id``)."""
+    from xs2a import signing
+
+    key = kw.get("key", bank.signer.key)
+    certificate = kw.get("certificate", bank.signer.certificate)
+    lowered = {k.lower(): v for k, v in headers.items()}
+    signature = signing.signature_for(names, method=method, target=target, headers=lowered, key=key)
+    key_id = kw.get("key_id", signing.key_id(certificate))
+    value = f'keyId="{key_id}",algorithm="rsa-sha256",headers="{" ".join(names)}",signature="{signature}"'
+    return {
+        **headers,
+        "Signature": signing.encode_rfc2047(value),
+        "TPP-Signature-Certificate": signing.certificate_header(certificate),
+    }
+
+
+def test_request_target_must_be_signed(private_bank):
+    response = private_bank.get(ACCOUNTS, sign_request_target=False)
+    assert response.status_code == 400
+    assert error_text(response).startswith("Signature headers: (request-target) must be signed")
+    assert response.json()["tppMessages"][0]["path"] == "Signature"
+
+
+@pytest.mark.parametrize(("header", "name"), [("PSU-ID", "psu-id"), ("PSU-Corporate-ID", "psu-corporate-id")])
+def test_psu_headers_must_be_signed_when_sent(bank, header, name):
+    give_consent(bank, CORPORATE_1)
+    headers = bank.headers()
+    assert header in headers
+    names = ["(request-target)", "date", "x-request-id", "psu-id", "psu-corporate-id"]
+    names.remove(name)
+    response = bank.client.get(ACCOUNTS, headers=_signed(bank, "GET", ACCOUNTS, names, headers))
+    assert response.status_code == 400
+    assert error_text(response).startswith(f"Signature headers: {name} must be signed when the {header} header")
+    # Signed, the same request passes.
+    signed = _signed(bank, "GET", ACCOUNTS, [*names, name], bank.headers())
+    assert bank.client.get(ACCOUNTS, headers=signed).status_code == 200
+
+
+def test_a_captured_request_cannot_be_re_aimed_with_an_unsigned_psu_id(private_bank):
+    """A signed GET of the sandbox listing (no PSU) sent to /v1/accounts with a PSU-ID added: refused whether
+    the capture signed (request-target) or not (before: it read the PSU's accounts)."""
+    psu_id = private_bank.psu_id
+    for names in (["date", "x-request-id", "tpp-redirect-uri"], ["(request-target)", "date", "x-request-id"]):
+        captured = _signed(private_bank, "GET", "/v1/sandbox/customers", names, private_bank.headers(psu=False))
+        response = private_bank.client.get(ACCOUNTS, headers={**captured, "PSU-ID": psu_id})
+        assert response.status_code == 400, names
+        assert "Signature headers:" in error_text(response) or "does not verify" in error_text(response)
+    # Signing psu-id as well does not help either: (request-target) names the other path.
+    names = ["(request-target)", "date", "x-request-id", "psu-id"]
+    captured = _signed(
+        private_bank, "GET", "/v1/sandbox/customers", names, {**private_bank.headers(), "PSU-ID": psu_id}
+    )
+    response = private_bank.client.get(ACCOUNTS, headers=captured)
+    assert response.status_code == 400
+    assert "does not verify" in error_text(response)
+
+
+def test_a_replayed_signature_is_refused(private_bank):
+    from xs2a.signing import sign_request
+
+    signed = sign_request(
+        "GET",
+        ACCOUNTS,
+        private_bank.headers(),
+        None,
+        private_bank.signer.key,
+        private_bank.signer.certificate,
+        sign_request_target=True,
+    )
+    assert private_bank.client.get(ACCOUNTS, headers=signed).status_code == 200
+    again = private_bank.client.get(ACCOUNTS, headers=signed)
+    assert again.status_code == 400
+    assert error_code(again) == "BAD_REQUEST"
+    assert error_text(again).startswith("Signature: this signature was already used")
+    # The same request signed again (another X-Request-ID) is fine.
+    assert private_bank.get(ACCOUNTS).status_code == 200
+
+
+def test_a_refused_request_does_not_use_up_its_signature(private_bank):
+    """Only a request that passed access control is remembered: a request refused for its headers is refused
+    again for the same reason, not as a replay."""
+    from xs2a.signing import sign_request
+
+    headers = private_bank.headers({"TPP-Redirect-URI": None})
+    signed = sign_request(
+        "GET",
+        ACCOUNTS,
+        headers,
+        None,
+        private_bank.signer.key,
+        private_bank.signer.certificate,
+        sign_request_target=True,
+    )
+    for _ in range(2):
+        response = private_bank.client.get(ACCOUNTS, headers=signed)
+        assert response.status_code == 400 and error_code(response) == "HTTP_HEADER_REQUIRED"
+
+
+def test_seen_signatures_are_kept_for_the_date_window_and_pruned(private_bank, settings):
+    from bank_simulator.models import SeenSignature
+    from bank_simulator.security import replay
+
+    SeenSignature.objects.all().delete()
+    sent = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=20)
+    assert private_bank.get(ACCOUNTS, headers={"Date": http_date(sent)}).status_code == 200
+    (row,) = SeenSignature.objects.all()
+    assert row.expires_at == sent.replace(microsecond=0) + dt.timedelta(seconds=settings.BANK_SIM_DATE_TOLERANCE)
+    assert replay.prune(real_now=row.expires_at) == 0  # still within the window: a replay would pass the Date
+    assert replay.prune(real_now=row.expires_at + dt.timedelta(seconds=1)) == 1
+    assert not SeenSignature.objects.exists()
+
+
+def _trusted_tpp(settings, tmp_path, organization: str) -> Signer:
+    """A QSealC from a new CA named O=<organization> that the bank trusts (beside the development CA)."""
+    from cryptography import x509
+
+    ca = pki.issue_ca(
+        x509.Name(
+            [
+                x509.NameAttribute(x509.NameOID.COUNTRY_NAME, "NO"),
+                x509.NameAttribute(x509.NameOID.ORGANIZATION_NAME, organization),
+                x509.NameAttribute(x509.NameOID.COMMON_NAME, "Test QTSP CA"),
+            ]
+        )
+    )
+    ca_file = tmp_path / "qtsp.pem"
+    ca_file.write_bytes(ca.cert_pem())
+    settings.BANK_SIM_TRUSTED_CAS = [*settings.BANK_SIM_TRUSTED_CAS, ca_file]
+    cert = pki.issue_qseal(ca)
+    return Signer(cert.key, cert.certificate)
+
+
+def _quoted(text: str) -> str:
+    """An HTTP quoted-string's content: \\ and \" escaped (as the portal's signer writes keyId)."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+@pytest.mark.parametrize(
+    ("organization", "issuer"),
+    [
+        ("Tillitstjenester Vest, AS", "CN=Test QTSP CA,O=Tillitstjenester Vest\\, AS,C=NO"),
+        ('Sertifikat "Nord" AS', 'CN=Test QTSP CA,O=Sertifikat \\"Nord\\" AS,C=NO'),
+    ],
+)
+def test_key_id_is_read_as_a_quoted_string(bank, settings, tmp_path, organization, issuer):
+    """An issuer whose RFC 2253 form needs an escape: keyId written as a quoted string (each \\ and " escaped
+    again) verifies end to end; written raw, the escapes are read away and the issuer does not match."""
+    from xs2a import signing
+
+    tpp = _trusted_tpp(settings, tmp_path, organization)
+    key_id = f"SN={tpp.certificate.serial_number:X},CA={issuer}"
+    assert signing.key_id(tpp.certificate) == key_id  # the portal's RFC 2253 form agrees with the bank's
+    target = "/v1/sandbox/customers"
+    names = ["(request-target)", "date", "x-request-id"]
+    escaped = _signed(
+        bank,
+        "GET",
+        target,
+        names,
+        bank.headers(psu=False),
+        key=tpp.key,
+        certificate=tpp.certificate,
+        key_id=_quoted(key_id),
+    )
+    response = bank.client.get(target, headers=escaped)
+    assert response.status_code == 200, response.content
+    raw = _signed(
+        bank,
+        "GET",
+        target,
+        names,
+        bank.headers(psu=False),
+        key=tpp.key,
+        certificate=tpp.certificate,
+        key_id=key_id,
+    )
+    response = bank.client.get(target, headers=raw)
+    assert response.status_code == 400
+    assert "CA= is not the issuer" in error_text(response) and "quoted string" in error_text(response)

@@ -270,3 +270,114 @@ def test_odd_query_values_are_format_errors_not_crashes(private_bank):
     response = private_bank.get(base + "?bookingStatus=%F0%9F%98%80")
     assert response.status_code == 400
     assert "U+1F600" in response.json()["tppMessages"][0]["text"]
+
+
+# --- listing pages, balances and the unattended window, through the API -------------------------------------
+
+
+def _walk(bank, first_href: str) -> tuple[list[str], list[str], int]:
+    """Follow ``next`` from ``first_href``: (pending ids, booked ids, pages), in the order served."""
+    pending, booked, pages, href = [], [], 0, first_href
+    while href:
+        lists = bank.get(href).json()["transactions"]
+        pending += [t.get("transactionId", t["bookingDate"]) for t in lists["pending"]]
+        booked += [t["transactionId"] for t in lists["booked"]]
+        pages += 1
+        href = lists["_links"].get("next", {}).get("href")
+        assert pages < 500
+    return pending, booked, pages
+
+
+@pytest.mark.parametrize("limit", [1, 3, 7])
+def test_small_pages_add_up_to_the_whole_listing(private_bank, limit):
+    """Pending items first, then booked, newest first: pages of any size cross from one list to the other
+    without losing or repeating an item."""
+    account = _main(private_bank)
+    base = f"{account['_links']['self']['href']}/transactions"
+    whole = private_bank.get(f"{base}?bookingStatus=both&limit=1000").json()["transactions"]
+    expected_pending = [t.get("transactionId", t["bookingDate"]) for t in whole["pending"]]
+    expected_booked = [t["transactionId"] for t in whole["booked"]]
+    assert expected_pending and len(expected_booked) > 3
+    today = dt.datetime.now(dt.UTC).date()
+    since = (today - dt.timedelta(days=20)).isoformat()
+    recent = private_bank.get(f"{base}?bookingStatus=both&dateFrom={since}&limit=1000").json()["transactions"]
+    recent_booked = [t["transactionId"] for t in recent["booked"]]
+    pending, booked, pages = _walk(private_bank, f"{base}?bookingStatus=both&dateFrom={since}&limit={limit}")
+    assert booked == recent_booked and len(pending) == len(recent["pending"])
+    assert pages == -(-(len(recent["pending"]) + len(recent_booked)) // limit)
+    days = [dt.date.fromisoformat(t["bookingDate"]) for t in whole["booked"]]
+    assert days == sorted(days, reverse=True)
+
+
+def test_balances_follow_todays_bookings_and_the_credit_limit(private_bank):
+    account = _main(private_bank)
+    href = account["_links"]["balances"]["href"]
+
+    def balances() -> dict[str, Decimal]:
+        items = private_bank.get(href).json()["balances"]
+        return {b["balanceType"]: Decimal(b["balanceAmount"]["amount"]) for b in items}
+
+    before = balances()
+    row = Account.objects.get(resource_id=account["resourceId"])
+    today = dt.datetime.now(dt.UTC).date().isoformat()
+    created = private_bank.post(
+        f"/v1/sandbox/accounts/{account['resourceId']}/transactions",
+        json.dumps(
+            {
+                "transactionAmount": {"amount": "125.50", "currency": "NOK"},
+                "creditorAccount": {"iban": row.iban},
+                "debtorName": "Innbetaler",
+                "bookingDate": today,
+            }
+        ),
+    )
+    assert created.status_code == 201, created.content
+    after = balances()
+    assert after["interimBooked"] == before["interimBooked"] + Decimal("125.50")
+    assert after["closingBooked"] == before["closingBooked"]  # booked today: not in yesterday's closing
+    assert after["expected"] == before["expected"] + Decimal("125.50")
+    assert after["interimAvailable"] == after["expected"] + row.credit_limit
+    card = private_bank.get("/v1/card-accounts").json()["cardAccounts"][0]
+    card_row = Account.objects.get(resource_id=card["resourceId"])
+    assert card_row.credit_limit > 0
+    card_balances = private_bank.get(card["_links"]["balances"]["href"]).json()["balances"]
+    by_type = {b["balanceType"]: Decimal(b["balanceAmount"]["amount"]) for b in card_balances}
+    assert by_type["interimAvailable"] == by_type["expected"] + card_row.credit_limit
+
+
+def test_the_unattended_window_is_24_hours(private_bank):
+    account = _main(private_bank)
+    private_bank.psu_ip = None
+    href = account["_links"]["balances"]["href"]
+    for _ in range(4):
+        assert private_bank.get(href).status_code == 200
+    private_bank.post("/v1/sandbox/clock", json.dumps({"advanceSeconds": 86400 - 120}))
+    assert private_bank.get(href).status_code == 429  # 23 h 58 min later: the four are still in the window
+    private_bank.post("/v1/sandbox/clock", json.dumps({"advanceSeconds": 121}))
+    assert private_bank.get(href).status_code == 200
+
+
+def test_the_largest_page_is_a_setting(private_bank, settings):
+    account = _main(private_bank)
+    base = f"{account['_links']['self']['href']}/transactions"
+    assert private_bank.get(f"{base}?limit=1000").status_code == 200  # the default largest page
+    too_big = private_bank.get(f"{base}?limit=1001")
+    assert too_big.status_code == 400 and too_big.json()["tppMessages"][0]["path"] == "limit"
+    settings.BANK_SIM_MAX_PAGE = 50
+    refused = private_bank.get(f"{base}?limit=51")
+    assert refused.status_code == 400 and error_code(refused) == "FORMAT_ERROR"
+    assert "from 1 to 50" in refused.json()["tppMessages"][0]["text"]
+    lists = _transactions(private_bank, account, "?limit=50")["transactions"]
+    assert len(lists["booked"]) + len(lists["pending"]) == 50
+    # Without limit the page is 200, or the largest page when that is smaller; the links say which.
+    lists = _transactions(private_bank, account)["transactions"]
+    assert len(lists["booked"]) + len(lists["pending"]) == 50
+    assert "limit=50" in lists["_links"]["next"]["href"]
+
+
+def test_openapi_states_the_largest_page(client, settings):
+    settings.BANK_SIM_MAX_PAGE = 300
+    document = client.get("/openapi.json").json()
+    parameters = document["paths"]["/v1/accounts/{resourceId}/transactions"]["get"]["parameters"]
+    (limit,) = [p for p in parameters if p["name"] == "limit"]
+    assert limit["schema"]["maximum"] == 300

@@ -168,3 +168,11 @@ def test_certificate_checks(tmp_path):
         load_tpp_certificate(header, (other,), at=now)
     with pytest.raises(CertificateError, match="not base64"):
         load_tpp_certificate("***", (ca_file,), at=now)
+
+
+def test_key_id_is_read_as_an_http_quoted_string():
+    """keyId's value is a quoted-string: \\x stands for x, so the RFC 2253 escapes of the issuer arrive doubled."""
+    raw = r'keyId="SN=1A,CA=CN=\"Q\" CA,O=Vest\\, AS,C=NO",algorithm="rsa-sha256",headers="date",signature="AAAA"'
+    params = parse_signature_header(raw)
+    assert params.key_id == 'SN=1A,CA=CN="Q" CA,O=Vest\\, AS,C=NO'
+    assert parse_key_id(params.key_id) == ("1A", 'CN="Q" CA,O=Vest\\, AS,C=NO')

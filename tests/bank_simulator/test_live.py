@@ -7,6 +7,7 @@ schemathesis checks every operation of /openapi.json against it: no 5xx and no a
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
@@ -14,6 +15,7 @@ import schemathesis
 
 from tests.bank_simulator.conftest import REDIRECT_URI
 from tests.bank_simulator.helpers import LiveTpp, check_cases, consent, live_bank  # noqa: F401 - the fixture
+from xs2a.signing import sign_request
 
 pytestmark = pytest.mark.live_bank
 
@@ -83,3 +85,22 @@ def test_schemathesis_every_operation_conforms(live_bank):  # noqa: F811 - the i
             check_cases(tpp, strategy, max_examples=int(os.environ.get("BANK_SIM_SCHEMATHESIS_EXAMPLES", "6")))
             checked += 1
     assert checked >= 2 * 25
+
+
+def test_a_replay_is_refused_whichever_process_receives_it(live_bank):  # noqa: F811 - the imported fixture
+    """One signed request sent eight times at once, each on its own connection (gunicorn's workers share the
+    bank's database, where the seen signatures are): exactly one answer 200."""
+    tpp = LiveTpp(live_bank)
+    target = "/v1/sandbox/customers"
+    signed = sign_request(
+        "GET", target, tpp.headers(), None, tpp.signer.key, tpp.signer.certificate, sign_request_target=True
+    )
+
+    def send(_: int) -> requests.Response:
+        return requests.get(live_bank + target, headers=signed, timeout=30)
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(send, range(8)))
+    assert sorted(a.status_code for a in answers) == [200] + [400] * 7
+    refused = [a.json()["tppMessages"][0]["text"] for a in answers if a.status_code == 400]
+    assert all(text.startswith("Signature: this signature was already used") for text in refused), refused

@@ -5,18 +5,20 @@ from __future__ import annotations
 import ast
 import io
 import json
+import uuid
 from decimal import Decimal
 from pathlib import Path
 
 from django.core.management import call_command
 from django.test import Client
 
-from bank_simulator.models import Account, Customer, Transaction
+from bank_simulator.models import Account, Agreement, Customer, PsuIdentity, Transaction
 from tests.bank_simulator.conftest import (
     CORPORATE_1,
     CORPORATE_2,
     PRIVATE_1,
     PRIVATE_2,
+    Bank,
     accounts_of,
     error_code,
     give_consent,
@@ -276,3 +278,89 @@ def test_malformed_agreement_id_is_404(bank):
     response = bank.post("/v1/sandbox/agreements/" + "-" * 36 + "/engagements", json.dumps({"accountId": "x"}))
     assert response.status_code == 404
     assert error_code(response) == "RESOURCE_UNKNOWN"
+
+
+# --- identifiers: random, kept per TPP and customer, kept across resets -------------------------------------
+
+
+def test_psu_ids_and_agreement_ids_are_random_uuids(bank):
+    private = give_consent(bank, PRIVATE_1).params
+    corporate = give_consent(Bank(Client(), bank.signer), CORPORATE_1).params
+    for value in (private["psu-id"], corporate["psu-id"], corporate["psu-corporate-id"]):
+        assert uuid.UUID(value).version == 4, value  # not uuid5 of a seed, a customer number or a TPP name
+    assert {uuid.UUID(str(a)).version for a in Agreement.objects.values_list("agreement_id", flat=True)} == {4}
+
+
+def test_a_psu_id_is_not_derived_from_the_tpp_and_the_customer(bank):
+    """A bank without a record of this TPP and customer gives another PSU-ID (a derived one would repeat)."""
+    first = give_consent(bank, PRIVATE_1).params["psu-id"]
+    PsuIdentity.objects.all().delete()
+    again = give_consent(Bank(Client(), bank.signer), PRIVATE_1).params["psu-id"]
+    assert again != first
+    assert give_consent(Bank(Client(), bank.signer), PRIVATE_1).params["psu-id"] == again  # then it persists
+
+
+def _identifiers() -> dict[str, object]:
+    return {
+        "customers": sorted(Customer.objects.values_list("customer_number", "customer_id")),
+        "agreements": sorted(
+            (
+                a.owner.customer_number,
+                a.context,
+                str(a.agreement_id),
+                sorted(u.customer_number for u in a.users.all()),
+            )
+            for a in Agreement.objects.select_related("owner").prefetch_related("users")
+        ),
+        "accounts": sorted(Account.objects.values_list("resource_id", "iban")),
+        "psus": sorted(
+            (p.tpp_org_id, p.customer.customer_number, str(p.psu_id))
+            for p in PsuIdentity.objects.select_related("customer")
+        ),
+    }
+
+
+def test_a_reset_keeps_the_known_customers_identifiers_and_is_idempotent(bank):
+    private = give_consent(bank, PRIVATE_1).params
+    company = Bank(Client(), bank.signer)
+    corporate = give_consent(company, CORPORATE_1).params
+    created = bank.post(
+        "/v1/sandbox/customers",
+        json.dumps({"customerNumber": NEW_PRIVATE, "customerType": "PRIVATE", "customerName": "Nina Ny"}),
+    ).json()
+    before = _identifiers()
+    assert bank.post("/v1/sandbox/initialize", None).status_code == 200
+    after = _identifiers()
+    assert not Customer.objects.filter(customer_id=created["customerId"]).exists()  # manual customers go
+    known = {k: [row for row in v if NEW_PRIVATE not in str(row)] for k, v in before.items()}
+    assert after == known
+    assert bank.post("/v1/sandbox/initialize", None).status_code == 200
+    assert _identifiers() == after  # a second reset changes nothing
+    # The TPP's identifiers still name the same PSU and agreement: the consent is gone, the PSU is known.
+    response = company.get("/v1/accounts")
+    assert response.status_code == 401 and error_code(response) == "CONSENT_UNKNOWN"
+    assert give_consent(bank, PRIVATE_1).params["psu-id"] == private["psu-id"]
+    again = give_consent(company, CORPORATE_1).params
+    assert (again["psu-id"], again["psu-corporate-id"]) == (corporate["psu-id"], corporate["psu-corporate-id"])
+
+
+def test_latency_is_added_to_every_answer_but_the_health_check(bank, settings, monkeypatch):
+    import time
+
+    from bank_simulator import middleware
+
+    slept: list[float] = []
+    monkeypatch.setattr(middleware.time, "sleep", slept.append)
+    assert bank.get("/v1/sandbox/customers").status_code == 200
+    assert slept == []  # default 0: no wait
+    settings.BANK_SIM_LATENCY_MS = 150
+    assert bank.get("/v1/sandbox/customers").status_code == 200
+    href = bank.post("/v1/bank-offered-consents", "{}").json()["_links"]["scaRedirect"]["href"]
+    assert slept == [0.15, 0.15]
+    assert Client().get(sca_path(href)).status_code == 200  # the SCA screens too
+    assert Client().get("/healthz").status_code == 200
+    assert slept == [0.15, 0.15, 0.15]
+    monkeypatch.undo()  # the real sleep again
+    started = time.monotonic()
+    assert bank.get("/v1/sandbox/customers").status_code == 200
+    assert time.monotonic() - started >= 0.15

@@ -132,7 +132,7 @@ def test_a_finished_sca_cannot_be_used_again(bank):
     run_sca(Client(), href, PRIVATE_1)
     again = Client().get(sca_path(href))
     assert again.status_code == 409
-    assert "already been completed" in again.content.decode()
+    assert "You have already approved this" in again.content.decode()
     posted = Client().post(sca_path(href), {"identity": PRIVATE_1, "action": "identify"})
     assert posted.status_code == 409
     assert Consent.objects.count() == 1
@@ -290,3 +290,108 @@ def test_consent_service_keeps_one_valid_consent_per_agreement(bank):
     assert [e.to_status for e in consent.events.all()] == [ConsentStatus.VALID]
     assert services.CONSENT_VALIDITY.days == 180
     assert (consent.valid_until - consent.sca_completed_at).days == 180
+
+
+# --- DELETE /v1/bank-offered-consents: the TPP ends its consent ----------------------------------------------
+
+CONSENTS = "/v1/bank-offered-consents"
+
+
+def test_the_tpp_ends_its_consent(private_bank):
+    assert private_bank.get("/v1/accounts").status_code == 200
+    response = private_bank.delete(CONSENTS)
+    assert response.status_code == 204 and response.content == b""
+    consent = Consent.objects.get(status=ConsentStatus.TERMINATED_BY_TPP)
+    assert [e.to_status for e in consent.events.all()] == [ConsentStatus.VALID, ConsentStatus.TERMINATED_BY_TPP]
+    # Account reads answer as for no consent: 401 with a scaRedirect that starts a new one.
+    for path in ("/v1/accounts", "/v1/card-accounts"):
+        response = private_bank.get(path)
+        assert response.status_code == 401, path
+        assert error_code(response) == "CONSENT_UNKNOWN"
+        assert "ended this consent" in response.json()["tppMessages"][0]["text"]
+        assert "scaRedirect" in response.json()["_links"]
+    # Nothing left to end.
+    again = private_bank.delete(CONSENTS)
+    assert again.status_code == 403 and error_code(again) == "CONSENT_UNKNOWN"
+    # A new consent through SCA gives access again; nothing is pre-selected from the ended one.
+    result = give_consent(private_bank, PRIVATE_1)
+    assert not any(form_accounts(result.consent_screen).values())
+    assert private_bank.get("/v1/accounts").status_code == 200
+
+
+def test_ending_a_corporate_consent_needs_psu_corporate_id_and_ends_only_that_one(bank):
+    """Private Customer 1 has a private consent and one for the company's agreement."""
+    give_consent(bank, PRIVATE_1)
+    corporate = run_sca(Client(), _start(bank), PRIVATE_1, agreement_index=1).params
+    bank.corporate_id = corporate["psu-corporate-id"]
+    assert bank.delete(CONSENTS).status_code == 204
+    assert bank.get("/v1/accounts").status_code == 401
+    bank.corporate_id = None
+    assert bank.get("/v1/accounts").status_code == 200  # the private consent stands
+    # A corporate customer must name its agreement (spec 5.6).
+    company = Bank(Client(), bank.signer)
+    give_consent(company, CORPORATE_1)
+    company.corporate_id = None
+    response = company.delete(CONSENTS)
+    assert response.status_code == 400 and error_code(response) == "HTTP_HEADER_REQUIRED"
+    assert response.json()["tppMessages"][0]["path"] == "PSU-Corporate-ID"
+
+
+def test_ending_a_consent_needs_a_known_psu_id_of_this_tpp(bank, dev_ca):
+    response = bank.delete(CONSENTS)
+    assert response.status_code == 400 and response.json()["tppMessages"][0]["path"] == "PSU-ID"
+    bank.psu_id = str(uuid.uuid4())
+    response = bank.delete(CONSENTS)
+    assert response.status_code == 401 and error_code(response) == "PSU_CREDENTIALS_INVALID"
+    # Another TPP sending this TPP's PSU-ID ends nothing.
+    from cryptography import x509
+
+    from devtools import pki
+    from tests.bank_simulator.conftest import Signer
+
+    give_consent(bank, PRIVATE_1)
+    other = pki.issue_qseal(
+        dev_ca,
+        x509.Name(
+            [
+                x509.NameAttribute(x509.NameOID.ORGANIZATION_NAME, "Other TPP AS"),
+                x509.NameAttribute(x509.NameOID.ORGANIZATION_IDENTIFIER, "PSDNO-FSA-111222333"),
+            ]
+        ),
+    )
+    response = bank.delete(CONSENTS, signer=Signer(other.key, other.certificate))
+    assert response.status_code == 401
+    assert Consent.objects.get().status == ConsentStatus.VALID
+
+
+def test_a_bank_that_does_not_offer_consent_deletion_answers_405(private_bank, settings):
+    settings.BANK_SIM_CONSENT_DELETE = False
+    response = private_bank.delete(CONSENTS)
+    assert response.status_code == 405
+    assert error_code(response) == "SERVICE_INVALID"
+    assert response["Allow"] == "POST"
+    assert Consent.objects.get().status == ConsentStatus.VALID
+    assert private_bank.get("/v1/accounts").status_code == 200
+
+
+def test_a_consent_without_any_account_is_refused_at_the_screen(bank):
+    href = _start(bank)
+    browser = Client()
+    path = sca_path(href)
+    browser.post(path, {"identity": PRIVATE_1, "action": "identify"})
+    page = browser.post(
+        path, {"agreement": form_agreements(browser.get(path).content.decode())[0], "action": "context"}
+    )
+    offered = form_accounts(page.content.decode())
+    refused = browser.post(path, {"action": "approve"})  # no account ticked
+    assert refused.status_code == 400
+    html = refused.content.decode()
+    assert "Choose at least one account to share" in html
+    assert 'name="account"' in html  # the same screen, to tick one or cancel
+    assert not Consent.objects.exists()
+    session = ScaSession.objects.get(token=href.split("state=")[1].split("&")[0])
+    assert session.status == "contextChosen" and session.psu is None
+    # Ticking one now gives the consent.
+    params = redirect_params(browser.post(path, {"account": [next(iter(offered))], "action": "approve"}))
+    bank.psu_id = params["psu-id"]
+    assert bank.get("/v1/accounts").status_code == 200

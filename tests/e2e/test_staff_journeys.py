@@ -32,6 +32,7 @@ def _national_identity_number(birth: str, individual: str) -> str:
 def customer_connection(product) -> int:
     """A customer of the portal with a bank connection (made over HTTP: the customer's pages are not the point
     here), so that the admin and the audit log have something to show. Returns the connection's id."""
+    product.identities_release()  # a module fixture: made before the journeys' own release (tests/e2e/conftest.py)
     whole.user_create(product, "e2e-staff-customer@example.invalid", PASSWORD)
     session = whole.sign_in(product, "e2e-staff-customer@example.invalid", PASSWORD)
     answer = whole.connect_bank(product, session, identity=PRIVATE_1)

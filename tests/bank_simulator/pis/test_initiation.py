@@ -21,6 +21,7 @@ from tests.bank_simulator.conftest import (
     Signer,
     error_code,
     error_text,
+    resent_date,
 )
 from tests.bank_simulator.pis.helpers import (
     CREDITOR_IBAN,
@@ -311,13 +312,58 @@ def test_logical_duplicates_are_refused_unless_allowed(payer, main_account):
 def test_replaying_the_same_request_id_returns_the_same_payment(payer, main_account):
     request_id = str(uuid.uuid4())
     first = initiate(payer, body(main_account), headers={"X-Request-ID": request_id})
-    again = initiate(payer, body(main_account), headers={"X-Request-ID": request_id})
+    again = initiate(payer, body(main_account), headers={"X-Request-ID": request_id, "Date": resent_date()})
     assert first.status_code == again.status_code == 201
     assert first.json()["paymentId"] == again.json()["paymentId"]
     assert Payment.objects.count() == 1
     changed = body(main_account, instructedAmount={"amount": "1.00", "currency": "EUR"})
     conflict = initiate(payer, changed, headers={"X-Request-ID": request_id})
     assert conflict.status_code == 409 and paths_of(conflict) == ["X-Request-ID"]
+
+
+def test_allow_logical_duplicate_false_or_absent_refuses_a_logical_duplicate(payer, main_account):
+    """allowLogicalDuplicate absent means false: a payment like a live one (same debtor account, creditor,
+    amount, currency and execution date, within 24 hours) is refused, whichever TPP request made the first."""
+    first = initiate(payer, body(main_account), query="?allowLogicalDuplicate=false")
+    assert first.status_code == 201
+    for query in ("", "?allowLogicalDuplicate=false"):
+        refused = initiate(payer, body(main_account), query=query)
+        assert refused.status_code == 409, query
+        assert error_code(refused) == "CONFLICT" and paths_of(refused) == ["allowLogicalDuplicate"]
+        assert first.json()["paymentId"] in error_text(refused)
+    assert Payment.objects.count() == 1
+
+
+def test_a_repeated_request_id_is_refused_in_conflict_mode(payer, main_account, settings):
+    settings.BANK_SIM_REQUEST_ID_REPLAY = "conflict"
+    request_id = str(uuid.uuid4())
+    first = initiate(payer, body(main_account), headers={"X-Request-ID": request_id})
+    assert first.status_code == 201
+    again = initiate(payer, body(main_account), headers={"X-Request-ID": request_id, "Date": resent_date()})
+    assert again.status_code == 409
+    assert error_code(again) == "CONFLICT" and paths_of(again) == ["X-Request-ID"]
+    assert first.json()["paymentId"] in error_text(again)
+    assert Payment.objects.count() == 1
+
+
+def test_a_repeated_request_id_is_a_new_request_in_new_mode(payer, main_account, settings):
+    settings.BANK_SIM_REQUEST_ID_REPLAY = "new"
+    request_id = str(uuid.uuid4())
+    first = initiate(payer, body(main_account), headers={"X-Request-ID": request_id})
+    assert first.status_code == 201
+    # The same body again is a logical duplicate of the first payment: refused unless allowed.
+    again = initiate(payer, body(main_account), headers={"X-Request-ID": request_id, "Date": resent_date()})
+    assert again.status_code == 409 and paths_of(again) == ["allowLogicalDuplicate"]
+    allowed = initiate(
+        payer, body(main_account), headers={"X-Request-ID": request_id}, query="?allowLogicalDuplicate=true"
+    )
+    assert allowed.status_code == 201
+    other = body(main_account, instructedAmount={"amount": "99.00", "currency": "EUR"})
+    third = initiate(payer, other, headers={"X-Request-ID": request_id})
+    assert third.status_code == 201
+    ids = {first.json()["paymentId"], allowed.json()["paymentId"], third.json()["paymentId"]}
+    assert len(ids) == 3
+    assert Payment.objects.filter(request_id=request_id).count() == 3
 
 
 def test_single_sca_with_x_psu_identity(bank, main_account):
@@ -337,7 +383,7 @@ def test_single_sca_with_x_psu_identity(bank, main_account):
     replay = initiate(
         bank,
         body(main_account),
-        headers={**headers, "X-Request-ID": request_id},
+        headers={**headers, "X-Request-ID": request_id, "Date": resent_date()},
         query="?allowLogicalDuplicate=true",
     )
     assert second.json()["paymentId"] == replay.json()["paymentId"] != first.json()["paymentId"]
@@ -432,3 +478,23 @@ def test_optional_headers_with_a_stated_form(payer, main_account, header, bad, g
     refused = initiate(payer, body(main_account), headers={header: bad})
     assert refused.status_code == 400 and paths_of(refused) == [header]
     assert initiate(payer, body(main_account), headers={header: good}).status_code == 201
+
+
+def test_execution_date_more_than_a_year_ahead_is_execution_date_invalid(payer, main_account):
+    """The clock is pinned at 2030-01-07: 2031-01-07 is the latest execution date."""
+    later = initiate(payer, body(main_account, requestedExecutionDate="2031-01-08"))
+    assert later.status_code == 400
+    assert error_code(later) == "EXECUTION_DATE_INVALID"
+    assert paths_of(later) == ["requestedExecutionDate"]
+    assert "more than a year ahead" in error_text(later) and "2031-01-07" in error_text(later)
+    latest = initiate(payer, body(main_account, requestedExecutionDate="2031-01-07"))
+    assert latest.status_code == 201, latest.content
+
+
+def test_the_latest_execution_date_of_a_29_february():
+    import datetime as dt
+
+    from bank_simulator.pis.validation import latest_execution_date
+
+    assert latest_execution_date(dt.date(2028, 2, 29)) == dt.date(2029, 2, 28)
+    assert latest_execution_date(dt.date(2030, 1, 7)) == dt.date(2031, 1, 7)

@@ -457,3 +457,41 @@ def test_every_status_change_is_in_the_timeline(payer, main_account):
     assert (events[-1].from_status, events[-1].to_status) == ("ACCP", "RJCT")
     assert all(e.at.tzinfo is not None for e in events)
     assert "funds still missing" in events[-1].reason
+
+
+def test_batch_times_come_from_the_setting(payer, main_account, settings):
+    """BANK_SIM_BATCH_TIMES=06:30,18:00: the payment waits for 18:00 (the clock is at 08:00 UTC), not 11:00."""
+    settings.BANK_SIM_BATCH_TIMES = (dt.time(6, 30), dt.time(18, 0))
+    set_balance(payer, main_account, "50000.00")
+    created = authorised(payer, body(main_account))
+    run_batches(payer, {"advanceSeconds": 5 * 3600})  # 13:00: no batch at 11:00 or 13:00 any more
+    assert status_of(payer, created)["transactionStatus"] == "PDNG"
+    result = run_batches(payer, {"untilNextBatch": True})
+    assert result["now"].startswith("2030-01-07T18:00")
+    assert status_of(payer, created)["transactionStatus"] == "ACSP"
+    assert result["nextBatchAt"] == "2030-01-08T06:30:00+00:00"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("05:00,08:00,11:00,13:00,15:00", [(5, 0), (8, 0), (11, 0), (13, 0), (15, 0)]),
+        ("18:00, 06:30", [(6, 30), (18, 0)]),
+        ("25:00", None),
+        ("6:30", None),
+        ("06:30,06:30", None),
+        ("", None),
+    ],
+)
+def test_batch_times_setting_is_checked(monkeypatch, raw, expected):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from bank_simulator import settings as bank_settings
+
+    monkeypatch.setenv("BANK_SIM_BATCH_TIMES_TEST", raw)
+    if expected is None:
+        with pytest.raises(ImproperlyConfigured, match="BANK_SIM_BATCH_TIMES_TEST"):
+            bank_settings._batch_times("BANK_SIM_BATCH_TIMES_TEST", "")
+    else:
+        times = bank_settings._batch_times("BANK_SIM_BATCH_TIMES_TEST", "")
+        assert [(t.hour, t.minute) for t in times] == expected
