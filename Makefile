@@ -70,6 +70,7 @@ lint: venv
 	$(BIN)/bandit -c pyproject.toml --quiet --recursive $(CODE_DIRS)
 
 test: venv certs messages lint
+	rm -rf $(VAR_DIR)/metrics  # the metric counters of earlier processes (the tests compare before and after)
 	$(BIN)/pytest --ignore=tests/bank_simulator $(PYTEST_ARGS)
 	$(BIN)/pytest tests/bank_simulator --ds=bank_simulator.settings $(PYTEST_ARGS)
 
