@@ -28,9 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import connection as db_connection
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 
@@ -47,7 +46,6 @@ from accounts.models import (
 from accounts.services import balance_snapshots
 from connections.models import BankConnection, ConnectionAccess, ConnectionState
 from connections.services import ais_psu, bank_problem
-from tpp_portal import rawsql
 from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client, client_config, record_bank_call
 from xs2a.client import RetryPolicy, Xs2aClient
 from xs2a.errors import AccessExceededError, ConsentError, ScaRequiredError, Xs2aError
@@ -130,12 +128,10 @@ def _reserve_locked(
     since = now - UNATTENDED_WINDOW
     if not_since is not None:
         since = min(since, not_since)
-    recent = rawsql.read(
-        _LEDGER_FIELDS,
-        f"SELECT {', '.join(rawsql.quoted(RefreshCall, f.name) for f in _LEDGER_FIELDS)} "  # noqa: S608 - names from the model, values bound
-        f"FROM {rawsql.table(RefreshCall)} WHERE {rawsql.quoted(RefreshCall, 'resource_key')} = %s "
-        f"AND {rawsql.quoted(RefreshCall, 'reserved_at')} >= %s",
-        [key, rawsql.prepared(RefreshCall, "reserved_at", since)],
+    recent = list(
+        RefreshCall.objects.filter(resource_key=key, reserved_at__gte=since).values_list(
+            "account_id", "kind", "reserved_at"
+        )
     )
     if not_since is not None and any(pk == account.pk and at >= not_since for pk, _kind, at in recent):
         raise RefreshRefused("already done")
@@ -146,14 +142,9 @@ def _reserve_locked(
                 f"{kind} allowance spent",
                 available_at=in_window[-UNATTENDED_CALLS_PER_DAY] + UNATTENDED_WINDOW,
             )
-    rawsql.insert(
-        RefreshCall,
-        ("account", "resource_key", "kind", "reserved_at"),
-        [(account.pk, key, kind, now) for kind in kinds],
+    RefreshCall.objects.bulk_create(
+        RefreshCall(account_id=account.pk, resource_key=key, kind=kind, reserved_at=now) for kind in kinds
     )
-
-
-_LEDGER_FIELDS = tuple(RefreshCall._meta.get_field(name) for name in ("account", "kind", "reserved_at"))
 
 
 def _claim(
@@ -183,41 +174,20 @@ def _claim(
     return account, None, None
 
 
-_CLAIM_FIELDS = (*BankAccount._meta.concrete_fields, *BankConnection._meta.concrete_fields)
-
-
-@functools.lru_cache(maxsize=4)
-def _claim_sql(vendor: str) -> str:
-    """The statement of :func:`_locked_with_connections` for the database ``vendor`` (row locks where it has
-    them; SQLite's transaction holds the database's write lock from its start)."""
-    a, c = rawsql.quoted(BankAccount, "id"), rawsql.quoted(BankConnection, "id")
-    same = " AND ".join(
-        f"s.{rawsql.quoted(BankAccount, n)} = a.{rawsql.quoted(BankAccount, n)}" for n in ("kind", "resource_id")
-    )
-    sql = (
-        f"SELECT {rawsql.columns(BankAccount, 'a')}, {rawsql.columns(BankConnection, 'c')} "  # noqa: S608 - names from the model, values bound
-        f"FROM {rawsql.table(BankAccount)} a "
-        f"JOIN {rawsql.table(BankConnection)} c ON c.{c} = a.{rawsql.quoted(BankAccount, 'connection')} "
-        f"JOIN {rawsql.table(BankAccount)} s ON {same} "
-        f"WHERE s.{a} = %s ORDER BY a.{a}"
-    )
-    if db_connection.features.has_select_for_update_of:
-        return sql + " FOR UPDATE OF a"
-    if db_connection.features.has_select_for_update:
-        return sql + " FOR UPDATE"
-    return sql
-
-
 def _locked_with_connections(account_id: int) -> list[BankAccount]:
     """Lock and read, in one statement, every portal account on the bank account of ``account_id`` (the bank
-    counts per bank account) with its connection; by pk (the order every locker takes them in)."""
-    split = len(BankAccount._meta.concrete_fields)
-    locked = []
-    for values in rawsql.read(_CLAIM_FIELDS, _claim_sql(db_connection.vendor), [account_id]):
-        account = rawsql.instance(BankAccount, values[:split])
-        account.connection = rawsql.instance(BankConnection, values[split:])
-        locked.append(account)
-    return locked
+    counts per bank account) with its connection; by pk (the order every locker takes them in). The rows of the
+    accounts only are locked (``FOR UPDATE OF``), not their connections; SQLite's transaction holds the
+    database's write lock from its start instead."""
+    same_bank_account = BankAccount.objects.filter(
+        pk=account_id, kind=OuterRef("kind"), resource_id=OuterRef("resource_id")
+    )
+    return list(
+        BankAccount.objects.select_for_update(of=("self",))
+        .select_related("connection")
+        .filter(Exists(same_bank_account))
+        .order_by("pk")
+    )
 
 
 def budget_available_at(*, account: BankAccount, now: datetime | None = None) -> datetime | None:
@@ -325,9 +295,6 @@ def _not_refreshable(account: BankAccount | None, *, now: datetime, unattended: 
     return None
 
 
-_SNAPSHOT_FIELDS = ("account_id", "balance_type", "amount", "currency", "reference_date", "fetched_at")
-
-
 def _refresh(
     *,
     account_id: int,
@@ -363,8 +330,9 @@ def _refresh(
 
     def before_page(page: int) -> None:
         nonlocal calls
-        # The first page was reserved before the first call; each further page is one more counted call.
-        if unattended and page > 1:
+        # The first page was reserved with the refresh; each further page is one more counted call, reserved
+        # before it is asked for (RefreshRefused stops the read: nothing of it is stored).
+        if unattended:
             reserve(account=account, kinds=(RefreshKind.TRANSACTIONS,))
         calls += 1
 
@@ -375,12 +343,11 @@ def _refresh(
             with bank_audit_context(user=actor, obj=account):
                 if balances:
                     calls += 1
-                    if account.kind == AccountKind.CARD:
-                        answer = client.card_account_balances(account.resource_id, psu=psu)
-                    else:
-                        answer = client.balances(account.resource_id, psu=psu)
+                    service = client.card_accounts if account.kind == AccountKind.CARD else client.accounts
+                    answer = service.balances(account.resource_id, psu=psu)
+                calls += 1  # the first page of transactions
                 items = sync.fetch_pages(
-                    client=client, account=account, psu=psu, window=window, before_call=before_page
+                    client=client, account=account, psu=psu, window=window, before_page=before_page
                 )
         except RefreshRefused as exc:
             refused = exc
@@ -403,12 +370,7 @@ def _refresh(
                     BankAccount.objects.filter(pk=account.pk).update(**updates)
                     account.balances_refreshed_at = stored_at
                 if answer is not None:
-                    snapshots = balance_snapshots(account, answer, stored_at)
-                    rawsql.insert(
-                        BalanceSnapshot,
-                        _SNAPSHOT_FIELDS,
-                        [tuple(getattr(row, name) for name in _SNAPSHOT_FIELDS) for row in snapshots],
-                    )
+                    snapshots = BalanceSnapshot.objects.bulk_create(balance_snapshots(account, answer, stored_at))
                 flush_audit()
 
     counts = {

@@ -39,14 +39,15 @@ def connection_fetch_accounts(
     try:
         with bank_audit_context(user=actor, obj=connection):
             client = bank_client()
-            accounts = client.accounts(psu=psu)
-            cards = client.card_accounts(psu=psu)
+            accounts = client.accounts.list(psu=psu)
+            cards = client.card_accounts.list(psu=psu)
             balances = {
-                (AccountKind.ACCOUNT, a.resource_id): client.balances(a.resource_id, psu=psu) for a in accounts
+                (AccountKind.ACCOUNT, a.resource_id): client.accounts.balances(a.resource_id, psu=psu)
+                for a in accounts
             }
             balances.update(
                 {
-                    (AccountKind.CARD, c.resource_id): client.card_account_balances(c.resource_id, psu=psu)
+                    (AccountKind.CARD, c.resource_id): client.card_accounts.balances(c.resource_id, psu=psu)
                     for c in cards
                 }
             )
@@ -152,9 +153,9 @@ def connection_refresh_balances(*, connection: BankConnection, presence: PsuCont
             client = bank_client()
             balances = {
                 (kind, rid): (
-                    client.card_account_balances(rid, psu=psu)
+                    client.card_accounts.balances(rid, psu=psu)
                     if kind == AccountKind.CARD
-                    else client.balances(rid, psu=psu)
+                    else client.accounts.balances(rid, psu=psu)
                 )
                 for kind, rid in accounts
             }

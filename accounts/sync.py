@@ -5,14 +5,15 @@ Rules kept here:
 - Incremental: from the cursor (``BankAccount.transactions_synced_to``, the last date fully synced) less an
   overlap of TRANSACTIONS_OVERLAP days, so late bookings dated a few days back are still seen. Without the PSU
   (unattended) never further back than the bank allows (90 days; UNATTENDED_HISTORY_DAYS keeps a day's margin).
-- Every page is read, following the bank's ``next`` links, with a large page size so that an unattended refresh
-  costs few of the bank's counted calls. ``before_call`` runs before each request: the unattended refresh
-  reserves one call of its budget there and stops the sync (raising) when the budget is spent.
-- Nothing is stored until every page has been read; then one short transaction (the account row locked, so two
-  syncs of one account do not interleave) upserts booked rows by ``transactionId``, replaces pending rows by
-  their booked counterpart (same id, else same fingerprint of amount, date and text), removes pending rows the
-  bank no longer lists, and moves the cursor. A failed or cut-short sync leaves the cursor where it was, and a
-  repeated sync changes nothing.
+- Every page is read through the bank client's page iterator (``client.accounts.transaction_pages``): the bank's
+  own page size (no ``limit`` is asked), its ``next`` links followed, a link to another host or back to an earlier
+  page refused. ``before_page`` runs before each further page: the unattended refresh reserves one call of its
+  budget there and stops the sync (raising) when the budget is spent. This module speaks no HTTP.
+- Nothing is stored until every page has been read; then one short transaction (the account row locked by the
+  statement that moves the cursor, so two syncs of one account do not interleave) upserts booked rows by
+  ``transactionId``, replaces pending rows by their booked counterpart (same id, else same fingerprint of amount,
+  date and text), removes pending rows the bank no longer lists, and moves the cursor. A failed or cut-short
+  sync leaves the cursor where it was, and a repeated sync changes nothing.
 """
 
 from __future__ import annotations
@@ -26,18 +27,15 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
+from django.db.models import Case, DateField, F, Q, Value, When
 
 from accounts.models import AccountKind, BankAccount, Transaction, TransactionStatus
-from tpp_portal.rawsql import columns, instance, prepared, quoted, read, table
 from xs2a import models as bank_models
 from xs2a.client import Xs2aClient
-from xs2a.errors import UnexpectedResponseError, error_from_response
-from xs2a.links import path_from_template
+from xs2a.errors import UnexpectedResponseError
 from xs2a.psu import PsuContext
 
-#: Transactions asked per page: the simulator allows up to 1000; the bank's default is 200 (spec 4.3).
-TRANSACTIONS_PAGE_SIZE = 1000
 #: Days before the cursor read again on every sync (late bookings, pending items that booked back-dated).
 TRANSACTIONS_OVERLAP = timedelta(days=7)
 #: How far back an unattended sync reads: the bank refuses older than 90 days without the PSU; one day margin
@@ -45,13 +43,13 @@ TRANSACTIONS_OVERLAP = timedelta(days=7)
 UNATTENDED_HISTORY_DAYS = 89
 #: How far back the first sync with the PSU present reads.
 PRESENT_HISTORY_DAYS = 395
-#: A sync reading more pages than this stops (a bank looping its links must not spend calls forever).
-MAX_PAGES = 50
+#: A sync reading more pages than this stops (a bank looping its links must not spend calls forever): at the
+#: bank's default page of 200, 50 000 transactions.
+MAX_PAGES = 250
 
-_PATHS = {
-    AccountKind.ACCOUNT: ("/v1/accounts/{account_id}/transactions", "transactions"),
-    AccountKind.CARD: ("/v1/card-accounts/{account_id}/transactions", "cardTransactions"),
-}
+
+class SyncInterrupted(UnexpectedResponseError):
+    """The page iterator was stopped before the last page (its ``before_page`` said so): nothing is stored."""
 
 
 @dataclass(frozen=True)
@@ -129,74 +127,37 @@ def fetch_pages(
     account: BankAccount,
     psu: PsuContext,
     window: SyncWindow,
-    before_call: Callable[[int], None] | None = None,
+    before_page: Callable[[int], bool | None] | None = None,
 ) -> list[Item]:
     """Every transaction of the window, all pages read (booked first, then pending; each once).
 
-    ``before_call(page_number)`` runs before each request (1-based); an exception it raises stops the sync.
-    Raises ``xs2a.errors.Xs2aError`` when the bank refuses or fails.
+    ``before_page(number)`` runs before each further page (2, 3, ...); an exception it raises stops the sync,
+    and so does False (SyncInterrupted). Raises ``xs2a.errors.Xs2aError`` when the bank refuses or fails.
     """
-    template, key = _PATHS[AccountKind(account.kind)]
-    path = path_from_template(template, account_id=account.resource_id)
-    query = {
-        "bookingStatus": "both",
-        "dateFrom": window.date_from.isoformat(),
-        "limit": str(TRANSACTIONS_PAGE_SIZE),
-    }
+    service = client.card_accounts if account.kind == AccountKind.CARD else client.accounts
+    pages = service.transaction_pages(
+        account.resource_id,
+        psu=psu,
+        booking_status="both",
+        date_from=window.date_from,
+        before_page=before_page,
+        max_pages=MAX_PAGES,
+    )
     booked: dict[str, Item] = {}
     booked_without_id: list[Item] = []
     pending: dict[str, Item] = {}  # the bank repeats pending items on every page (spec 4.3, known issue)
-    seen_links: set[str] = set()
-    href: str | None = None
-    page = 0
-    while True:
-        page += 1
-        if page > MAX_PAGES:
-            raise UnexpectedResponseError(f"{key}: more than {MAX_PAGES} pages; refusing to read on")
-        if before_call is not None:
-            before_call(page)
-        if href is None:
-            response = client.request("GET", path, query=query, psu=psu)
-        else:
-            response = client.request("GET", href=href, psu=psu)
-        if response.status >= 300:
-            raise error_from_response(
-                status=response.status,
-                body=response.body,
-                headers=response.headers,
-                request_id=response.request_id,
-                method=response.method,
-                endpoint=response.endpoint,
-            )
-        data = response.json()
-        inner = data.get(key) if isinstance(data, dict) else None
-        if not isinstance(inner, dict):
-            raise UnexpectedResponseError(
-                f"{key}: the bank's answer holds no transaction lists", request_id=response.request_id
-            )
-        try:
-            for raw in inner.get("booked") or []:
-                item = _item(raw, account.kind, TransactionStatus.BOOKED)
-                if item.transaction_id:
-                    booked[item.transaction_id] = item
-                else:
-                    booked_without_id.append(item)
-            for raw in inner.get("pending") or []:
-                item = _item(raw, account.kind, TransactionStatus.PENDING)
-                pending[item.transaction_id or _canonical(item.raw)] = item
-        except bank_models.ModelError as exc:
-            raise UnexpectedResponseError(
-                f"the bank's transaction does not have the expected shape: {exc}", request_id=response.request_id
-            ) from None
-        links = {**(data.get("_links") or {}), **(inner.get("_links") or {})}
-        nxt = links.get("next")
-        next_href = nxt.get("href") if isinstance(nxt, dict) else nxt
-        if not next_href:
-            break
-        if next_href in seen_links:
-            raise UnexpectedResponseError(f"{key}: the next link repeats an earlier page")
-        seen_links.add(next_href)
-        href = next_href
+    for page in pages:
+        for record in page.booked:
+            item = _item(record, TransactionStatus.BOOKED)
+            if item.transaction_id:
+                booked[item.transaction_id] = item
+            else:
+                booked_without_id.append(item)
+        for record in page.pending:
+            item = _item(record, TransactionStatus.PENDING)
+            pending[item.transaction_id or _canonical(item.raw)] = item
+    if not pages.complete:
+        raise SyncInterrupted(f"the transactions were read up to page {pages.count} only; nothing is stored")
     return [*booked.values(), *booked_without_id, *pending.values()]
 
 
@@ -228,9 +189,11 @@ def fingerprint(*, amount: Decimal, currency: str, day: date | None, text: str) 
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def _item(raw: Any, kind: str, status: str) -> Item:
-    if kind == AccountKind.CARD:
-        card = bank_models.CardTransaction.from_json(raw, "cardTransaction")
+def _item(record: bank_models.Transaction | bank_models.CardTransaction, status: str) -> Item:
+    """The portal's shape of a transaction the client read (its ``raw``: the bank's record as received)."""
+    raw = record.raw
+    if isinstance(record, bank_models.CardTransaction):
+        card = record
         details = _text(card.transaction_details, 10_000)
         day = card.transaction_date or card.booking_date
         return Item(
@@ -253,7 +216,6 @@ def _item(raw: Any, kind: str, status: str) -> Item:
                 text=details,
             ),
         )
-    record = bank_models.Transaction.from_json(raw)
     amount = record.transaction_amount.amount
     outgoing = amount < 0
     name = record.creditor_name if outgoing else record.debtor_name
@@ -307,44 +269,28 @@ _COMPARED = (
 def _move_cursor(*, account: BankAccount, window: SyncWindow, now: datetime, updates: dict[str, Any]) -> int:
     """Set ``updates``, the cursor and the refresh time of the account row; the rows updated (0: it is gone).
 
-    The history start is judged on the row's current values: a read that joins the stored history (the cursor
-    at or after the read's first day) extends it to the earlier of the two starts, one after a gap starts anew.
+    The history start is judged on the row's current values (SQL evaluates every right-hand side on the row as
+    it was): a read that joins the stored history (the cursor at or after the read's first day) extends it to
+    the earlier of the two starts, one after a gap starts anew. A row without a history (NULL) compares as
+    unknown, so it starts anew too.
     """
-    to, start = quoted(BankAccount, "transactions_synced_to"), quoted(BankAccount, "transactions_synced_from")
-    date_from = prepared(BankAccount, "transactions_synced_from", window.date_from)
-    values = {**updates, "transactions_synced_to": window.date_to, "transactions_refreshed_at": now}
-    assignments = [f"{quoted(BankAccount, name)} = %s" for name in values]
-    params = [prepared(BankAccount, name, value) for name, value in values.items()]
-    # Evaluated on the row before this statement's assignments (SQL evaluates every right-hand side first).
-    assignments.append(
-        f"{start} = CASE WHEN {to} IS NOT NULL AND {start} IS NOT NULL AND {to} >= %s AND {start} < %s "
-        f"THEN {start} ELSE %s END"
+    joins = Q(transactions_synced_to__gte=window.date_from, transactions_synced_from__lt=window.date_from)
+    return BankAccount.objects.filter(pk=account.pk).update(
+        **updates,
+        transactions_synced_to=window.date_to,
+        transactions_refreshed_at=now,
+        transactions_synced_from=Case(
+            When(joins, then=F("transactions_synced_from")),
+            default=Value(window.date_from),
+            output_field=DateField(),
+        ),
     )
-    params += [date_from, date_from, date_from, account.pk]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table(BankAccount)} SET {', '.join(assignments)} WHERE {quoted(BankAccount, 'id')} = %s",  # noqa: S608 - names from the model, values bound
-            params,
-        )
-        return cursor.rowcount
-
-
-_TRANSACTION_FIELDS = tuple(Transaction._meta.concrete_fields)
 
 
 def _stored(*, account: BankAccount, ids: set[str]) -> list[Transaction]:
     """In one read: the account's rows the answer names, every pending row, and booked rows without an id."""
-    transaction_id, status = quoted(Transaction, "transaction_id"), quoted(Transaction, "status")
-    named = f"{transaction_id} IN ({', '.join(['%s'] * len(ids))}) OR " if ids else ""
-    rows = read(
-        _TRANSACTION_FIELDS,
-        f"SELECT {columns(Transaction, 't')} FROM {table(Transaction)} t "  # noqa: S608 - names from the model, values bound
-        f"WHERE t.{quoted(Transaction, 'account')} = %s "
-        f"AND ({named}{status} = %s OR ({status} = %s AND {transaction_id} = %s)) "
-        f"ORDER BY t.{quoted(Transaction, 'id')}",
-        [account.pk, *sorted(ids), TransactionStatus.PENDING, TransactionStatus.BOOKED, ""],
-    )
-    return [instance(Transaction, values) for values in rows]
+    wanted = Q(transaction_id__in=[*sorted(ids), ""]) | Q(status=TransactionStatus.PENDING)
+    return list(Transaction.objects.filter(wanted, account_id=account.pk).order_by("pk"))
 
 
 def _apply(row: Transaction, item: Item, now: datetime) -> bool:

@@ -118,7 +118,7 @@ def _measure(tmp: Path, presence) -> None:
             bodies = [json.loads(payment_body(debtor, next(amounts))) for _ in range(count)]
             started, cpu = time.perf_counter(), time.process_time()
             for body in bodies:
-                direct.payment_initiate(body, psu=psu, product=PRODUCT, tpp_session_id=str(uuid.uuid4()))
+                direct.payments.initiate(body, psu=psu, product=PRODUCT, tpp_session_id=str(uuid.uuid4()))
             return (time.perf_counter() - started) / count, (time.process_time() - cpu) / count
 
         # Warm-up, not measured: connections opened, caches and the bank's first requests behind both sides.

@@ -107,7 +107,7 @@ def _run(label: str, *, user, connection, debtor: str, presence, amounts) -> dic
         payment = outcome.payment
         if payment.state != PaymentState.INITIATED:
             raise RuntimeError(f"payment not initiated: {payment.state} {payment.tpp_messages}")
-        started = client.authorisation_start(
+        started = client.payments.start_authorisation(
             href=payment.links.get("startAuthorisation"), psu=presence.__class__(psu_id=connection.psu_id)
         )
         _approve(started.sca_redirect)

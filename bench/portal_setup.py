@@ -89,7 +89,7 @@ def private_psu_id(presence) -> str:
 
     from tpp_portal.bank import bank_client
 
-    answer = bank_client().consent_start(psu=dataclasses.replace(presence, context="PRIVATE"))
+    answer = bank_client().consents.start(psu=dataclasses.replace(presence, context="PRIVATE"))
     href = answer.sca_redirect
     browser = requests.Session()
     page = browser.get(href, timeout=10)
@@ -104,7 +104,7 @@ def private_psu_id(presence) -> str:
 def main_iban(psu) -> str:
     from tpp_portal.bank import bank_client
 
-    return next(a.iban for a in bank_client().accounts(psu=psu) if a.name == "Brukskonto")
+    return next(a.iban for a in bank_client().accounts.list(psu=psu) if a.name == "Brukskonto")
 
 
 def payment_body(debtor_iban: str, amount: Decimal) -> bytes:

@@ -76,7 +76,7 @@ def bank_accounts_setup(count: int, rng: random.Random) -> list[tuple[str, list[
     client = _bare_client()
     customers = []
     for n, number in enumerate(_identity_numbers((count + PER_CUSTOMER - 1) // PER_CUSTOMER, rng)):
-        created = client.sandbox_customer_create(
+        created = client.sandbox.create_customer(
             {"customerType": "PRIVATE", "customerNumber": number, "customerName": f"Bench Kunde {n}"}
         )
         customers.append((number, created.customer_id))
@@ -84,7 +84,7 @@ def bank_accounts_setup(count: int, rng: random.Random) -> list[tuple[str, list[
 
     def make(job: tuple[str, int]) -> str:
         customer_id, i = job
-        account = client.sandbox_account_create(
+        account = client.sandbox.create_account(
             {
                 "customerId": customer_id,
                 "currency": "NOK",
@@ -93,7 +93,7 @@ def bank_accounts_setup(count: int, rng: random.Random) -> list[tuple[str, list[
             }
         )
         if i % 10 == 0:  # some accounts with a new booked transaction besides the opening balance
-            client.sandbox_mock_transaction_create(
+            client.sandbox.create_mock_transaction(
                 account.resource_id,
                 {
                     "transactionAmount": {"amount": f"{10 + i % 900}.50", "currency": "NOK"},
@@ -121,7 +121,7 @@ def _psu_id(client, identity: str) -> str:
     from xs2a.psu import PsuContext
 
     presence = PsuContext(ip_address="198.51.100.7", user_agent="bench", http_method="POST", context="PRIVATE")
-    href = client.consent_start(psu=presence).sca_redirect
+    href = client.consents.start(psu=presence).sca_redirect
     browser = requests.Session()
     page = browser.get(href, timeout=30)
     page = sca_post(browser, href, page, identity=identity, action="identify")
@@ -251,7 +251,7 @@ def _cycle(workers: int, bank_pids: list[int]) -> tuple[float, int, int, int, di
 def _direct_reader(args) -> int:
     from datetime import UTC, datetime, timedelta
 
-    from accounts.sync import TRANSACTIONS_PAGE_SIZE, UNATTENDED_HISTORY_DAYS
+    from accounts.sync import UNATTENDED_HISTORY_DAYS
     from xs2a.psu import PsuContext
 
     client = _bare_client()
@@ -259,10 +259,9 @@ def _direct_reader(args) -> int:
     since = datetime.now(UTC).date() - timedelta(days=UNATTENDED_HISTORY_DAYS)
     for psu_id, rid in args:
         psu = PsuContext(psu_id=psu_id)  # unattended, as in the cycle: the bank does the same counting work
-        client.balances(rid, psu=psu)
-        client.transactions_page(
-            rid, psu=psu, booking_status="both", date_from=since, limit=TRANSACTIONS_PAGE_SIZE
-        )
+        client.accounts.balances(rid, psu=psu)
+        pages = client.accounts.transaction_pages(rid, psu=psu, booking_status="both", date_from=since)
+        next(iter(pages))  # the first page, as the cycle reads (one page: the bank's default page size)
         reads += 1
     client.close()
     return reads

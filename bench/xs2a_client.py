@@ -1,8 +1,8 @@
 """A signed GET through ``xs2a.Xs2aClient`` against a bare minimal baseline, on one loopback server.
 
 Baseline: a ``requests.Session`` that adds Date, X-Request-ID and a direct RSA-SHA256 Signature to each GET and
-parses the JSON, nothing else. Client: ``Xs2aClient.balances()`` (PSU headers, x-accept-fix, signing, audit
-hook, typed model with Decimal amounts). Both run in alternating rounds against the same server in the same
+parses the JSON, nothing else. Client: ``Xs2aClient.accounts.balances()`` (PSU headers, x-accept-fix, signing,
+audit hook, typed model with Decimal amounts). Both run in alternating rounds against the same server in the same
 run; each round times both sides back to back, and the ratio is the median of the per-round ratios (robust
 to drift on a shared machine). Goal: client/baseline time within 1.10, and exactly one
 RSA signature per attempt. Run: ``python -m bench.xs2a_client``.
@@ -116,7 +116,7 @@ def main() -> None:
     kid, cert = key_id(tpp.certificate), certificate_header(tpp.certificate)
 
     def through_client() -> None:
-        client.balances("acc-1", psu=psu)
+        client.accounts.balances("acc-1", psu=psu)
 
     def bare() -> None:
         _baseline(session, url, tpp.key, kid, cert)

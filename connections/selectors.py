@@ -40,7 +40,7 @@ def bank_agreements_for(
     """
     psu = dataclasses.replace(presence, psu_id=connection.psu_id)
     with bank_audit_context(user=user, obj=connection):
-        return bank_client().agreements(psu=psu)
+        return bank_client().consents.agreements(psu=psu)
 
 
 def connection_for_agreement(*, user: Any, corporate_id_hash: str) -> BankConnection | None:

@@ -351,9 +351,9 @@ def sca_start(
         with bank_audit_context(user=user, obj=connection):
             client = bank_client()
             if purpose == ScaPurpose.USERS:
-                answer = client.users(psu=psu, tpp_session_id=state.token)
+                answer = client.consents.users(psu=psu, tpp_session_id=state.token)
             else:
-                answer = client.consent_start(psu=psu, tpp_session_id=state.token)
+                answer = client.consents.start(psu=psu, tpp_session_id=state.token)
         return _check_redirect(answer.sca_redirect)
     except (Xs2aError, BankStartFailed):
         sca_state_spend(state=state)
@@ -402,7 +402,7 @@ def _agreement_confirmed(*, user: Any, state: ScaState, psu_id: str, corporate_i
     psu = dataclasses.replace(presence, psu_id=psu_id, corporate_id=None, context=None)
     try:
         with bank_audit_context(user=user, obj=state.connection):
-            listed = bank_client().agreements(psu=psu)
+            listed = bank_client().consents.agreements(psu=psu)
     except Xs2aError as exc:
         logger.warning("agreements not listed for a callback", extra={"error": type(exc).__name__})
         raise IdentityUnconfirmed("the bank did not list the PSU's agreements") from exc

@@ -34,7 +34,7 @@ def sandbox_customers_list(*, actor, with_accounts: bool, with_agreements: bool)
         with bank_audit_context(user=actor):
             client = bank_client()
             started = time.perf_counter()
-            customers = client.sandbox_customers(with_accounts=with_accounts, with_agreements=with_agreements)
+            customers = client.sandbox.customers(with_accounts=with_accounts, with_agreements=with_agreements)
             duration_ms = (time.perf_counter() - started) * 1000
     except Xs2aError as exc:
         raise sandbox_error(exc, what="the list") from exc
@@ -51,7 +51,7 @@ def sandbox_customer_get(*, actor, customer_id: str) -> SandboxCustomer:
     """One customer with its agreements, accounts and card accounts; ``CustomerNotFound`` if the bank has none."""
     try:
         with bank_audit_context(user=actor):
-            return bank_client().sandbox_customer(customer_id)
+            return bank_client().sandbox.customer(customer_id)
     except ResourceUnknownError as exc:
         raise CustomerNotFound("The bank has no such sandbox customer.", request_id=exc.request_id) from exc
     except Xs2aError as exc:

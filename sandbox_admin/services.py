@@ -29,7 +29,7 @@ def sandbox_customer_create(
     body = {"customerType": customer_type, "customerNumber": customer_number, "customerName": customer_name}
     try:
         with bank_audit_context(user=actor):
-            customer = bank_client().sandbox_customer_create(body)
+            customer = bank_client().sandbox.create_customer(body)
     except Xs2aError as exc:
         raise sandbox_error(exc, what="the customer") from exc
     log.info("sandbox customer created", extra={"customer_id": customer.customer_id, "type": customer_type})
@@ -48,7 +48,7 @@ def sandbox_agreement_create(
     }
     try:
         with bank_audit_context(user=actor):
-            agreement = bank_client().sandbox_agreement_create(body)
+            agreement = bank_client().sandbox.create_agreement(body)
     except Xs2aError as exc:
         raise sandbox_error(exc, what="the agreement") from exc
     log.info("sandbox agreement created", extra={"customer_id": customer_id})
@@ -59,7 +59,7 @@ def sandbox_agreement_engage(*, actor, agreement_id: str, account_id: str) -> Ag
     """POST /v1/sandbox/agreements/{id}/engagements: a company's account joins one of its agreements."""
     try:
         with bank_audit_context(user=actor):
-            return bank_client().sandbox_agreement_engagements(agreement_id, {"accountId": account_id})
+            return bank_client().sandbox.add_engagements(agreement_id, {"accountId": account_id})
     except Xs2aError as exc:
         raise sandbox_error(exc, what="the engagement") from exc
 
@@ -102,7 +102,7 @@ def sandbox_account_create(
         body["creditLimit"] = {"amount": credit_limit, "currency": currency}
     try:
         with bank_audit_context(user=actor):
-            account = bank_client().sandbox_account_create(body)
+            account = bank_client().sandbox.create_account(body)
     except Xs2aError as exc:
         raise sandbox_error(exc, what="the account") from exc
     log.info("sandbox account created", extra={"customer_id": customer_id, "account_type": account_type})
@@ -152,7 +152,7 @@ def sandbox_mock_transaction_create(
         body["creditorAccount"] = {"iban": creditor_iban}
     try:
         with bank_audit_context(user=actor):
-            created = bank_client().sandbox_mock_transaction_create(account_id, body)
+            created = bank_client().sandbox.create_mock_transaction(account_id, body)
     except Xs2aError as exc:
         raise sandbox_error(exc, what="the transaction") from exc
     log.info("sandbox mock transaction created", extra={"booking_status": booking_status})
@@ -163,7 +163,7 @@ def sandbox_reset(*, actor) -> list[SandboxCustomer]:
     """POST /v1/sandbox/initialize: back to the known state (facts.md section 1); created customers are gone."""
     try:
         with bank_audit_context(user=actor):
-            customers = bank_client().sandbox_initialize()
+            customers = bank_client().sandbox.initialize()
     except Xs2aError as exc:
         raise sandbox_error(exc, what="the reset") from exc
     log.warning("sandbox reset to its known state", extra={"customers": len(customers)})

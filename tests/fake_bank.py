@@ -1,14 +1,19 @@
 """An in-process stand-in for the bank's account-information endpoints, for refresh and sync tests.
 
-It answers the calls accounts/refresh.py and accounts/sync.py make (``request`` for transaction pages,
-``balances``/``card_account_balances``) with real ``BankResponse`` objects and real error classes, and keeps the
-bank's rules that matter here: pages with ``next`` links (limit/offset), the count of requests without
-PSU-IP-Address per account and kind in a rolling 24 hours with 429 ACCESS_EXCEEDED beyond 4, and the 90-day
-limit for unattended reads. Tests change ``booked``/``pending``, or set ``fail_with`` to an HTTP status.
+It is a requests transport adapter behind a real ``Xs2aClient`` (``FakeBank.client``; ``fake.accounts`` and
+``fake.card_accounts`` are that client's services, so the fake can stand in wherever the portal takes a bank
+client): every call is prepared, signed, sent, audited (into BankCall, as the portal's client does), read and
+mapped to its error by the client's own code, and only the HTTP exchange is answered here. It keeps the bank's
+rules that matter: pages of ``page_size`` items (the bank's default, 200) with ``next`` links (limit/offset), the
+count of requests without PSU-IP-Address per account and kind in a rolling 24 hours with 429 ACCESS_EXCEEDED
+beyond 4, and the 90-day limit for unattended reads. Tests change ``booked``/``pending``, ``page_size``, or set
+``fail_with`` to an HTTP status.
 """
 
 from __future__ import annotations
 
+import functools
+import io
 import json
 import threading
 from collections import defaultdict
@@ -17,13 +22,17 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from xs2a import models as bank_models
-from xs2a.client import BankResponse
-from xs2a.errors import error_from_response
-from xs2a.psu import PsuContext
+import requests
+from requests.adapters import BaseAdapter
+from requests.structures import CaseInsensitiveDict
+
+from devtools import pki
+from xs2a.client import ClientConfig, RetryPolicy, Xs2aClient
 
 LIMIT = 4
 WINDOW = timedelta(hours=24)
+BASE_URL = "https://bank.test"
+DEFAULT_PAGE_SIZE = 200  # the bank's (spec 4.3)
 
 
 def booked(tid: str, amount: str, day: date, text: str = "Rema 1000", **extra: Any) -> dict[str, Any]:
@@ -50,10 +59,21 @@ def pending(tid: str | None, amount: str, day: date, text: str = "Rema 1000") ->
     return record
 
 
-class FakeBank:
+@functools.cache
+def _credentials() -> pki.Issued:
+    return pki.issue_qseal(pki.issue_ca())
+
+
+def _error_body(code: str, text: str) -> dict[str, Any]:
+    return {"tppMessages": [{"category": "ERROR", "code": code, "text": text}]}
+
+
+class FakeBank(BaseAdapter):
     def __init__(self, *, now=None) -> None:
+        super().__init__()
         self.booked: list[dict[str, Any]] = []
         self.pending: list[dict[str, Any]] = []
+        self.page_size = DEFAULT_PAGE_SIZE
         self.fail_with: int | None = None  # every request answers this status
         self.fail_on_page: int | None = None  # only this page (1-based offset page) fails with 503
         self.retry_after: str | None = None
@@ -62,48 +82,71 @@ class FakeBank:
         self.requests: list[dict[str, Any]] = []
         self.too_many = 0  # 429 answers given
         self._lock = threading.Lock()
+        self.client = self._client()
+        # The client's services: the fake stands in for a bank client.
+        self.accounts = self.client.accounts
+        self.card_accounts = self.client.card_accounts
 
-    # -- helpers --
-    def _response(self, status: int, body: Any, url: str, headers: dict[str, str] | None = None) -> BankResponse:
-        return BankResponse(
-            status=status,
-            headers=headers or {"Content-Type": "application/json"},
-            body=json.dumps(body).encode(),
-            method="GET",
-            url=url,
-            endpoint="/v1/accounts/{account_id}/transactions",
-            request_id="req-" + str(len(self.requests)),
+    def _client(self) -> Xs2aClient:
+        from tpp_portal.bank import record_bank_call
+
+        credentials = _credentials()
+        config = ClientConfig(
+            base_url=BASE_URL,
+            signing_key=credentials.key,
+            signing_certificate=credentials.certificate,
+            redirect_uri="https://portal.example/bank/callback",
+            retry=RetryPolicy(max_attempts=1),
         )
+        return Xs2aClient(config, audit_hook=record_bank_call, http_adapter=self)
 
-    def _error(self, status: int, code: str, text: str, url: str, headers=None) -> BankResponse:
-        return self._response(
-            status, {"tppMessages": [{"category": "ERROR", "code": code, "text": text}]}, url, headers
+    # -- the HTTP exchange --
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        parts = urlsplit(request.url or "")
+        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
+        present = "PSU-IP-Address" in request.headers
+        if parts.path.endswith("/balances"):
+            status, body, headers = self._balances(parts.path, present)
+        elif parts.path.endswith("/transactions"):
+            status, body, headers = self._transactions(parts.path, query, present)
+        else:
+            status, body, headers = 404, _error_body("RESOURCE_UNKNOWN", "no such resource"), {}
+        return self._response(request, status, body, headers)
+
+    def close(self) -> None:
+        pass
+
+    @staticmethod
+    def _response(request: requests.PreparedRequest, status: int, body: Any, headers: dict[str, str]):
+        data = json.dumps(body).encode()
+        response = requests.Response()
+        response.status_code = status
+        response.headers = CaseInsensitiveDict(
+            {"Content-Type": "application/json", "Content-Length": str(len(data)), **headers}
         )
+        response.raw = io.BytesIO(data)
+        response.url = request.url or ""
+        response.request = request
+        return response
 
-    def _gate(self, resource: str, kind: str, psu: PsuContext, url: str, path: str) -> BankResponse | None:
+    # -- the bank's rules --
+    def _gate(self, resource: str, kind: str, present: bool, url: str, path: str):
         """The bank's checks before the answer; records the request; None when it may be answered."""
         with self._lock:
-            self.requests.append({"path": path, "present": psu.present, "kind": kind, "url": url})
+            self.requests.append({"path": path, "present": present, "kind": kind, "url": url})
             if self.fail_with == 401:
-                return self._error(
-                    401, "CONSENT_EXPIRED", "The consent expired; send the PSU to scaRedirect.", url
-                )
+                return 401, _error_body("CONSENT_EXPIRED", "The consent expired; send the PSU to scaRedirect."), {}
             if self.fail_with is not None:
-                headers = {"Retry-After": self.retry_after} if self.retry_after else None
-                return self._error(
-                    self.fail_with, "ACCESS_EXCEEDED" if self.fail_with == 429 else "INTERNAL", "no", url, headers
-                )
-            if not psu.present:
+                headers = {"Retry-After": self.retry_after} if self.retry_after else {}
+                code = "ACCESS_EXCEEDED" if self.fail_with == 429 else "INTERNAL"
+                return self.fail_with, _error_body(code, "no"), headers
+            if not present:
                 now = self.now()
                 recent = [t for t in self.unattended[(resource, kind)] if t > now - WINDOW]
                 if len(recent) >= LIMIT:
                     self.too_many += 1
-                    return self._error(
-                        429,
-                        "ACCESS_EXCEEDED",
-                        "Without PSU-IP-Address at most 4 requests per account are allowed in 24 hours.",
-                        url,
-                    )
+                    text = "Without PSU-IP-Address at most 4 requests per account are allowed in 24 hours."
+                    return 429, _error_body("ACCESS_EXCEEDED", text), {}
                 self.unattended[(resource, kind)] = [*recent, now]
         return None
 
@@ -114,63 +157,47 @@ class FakeBank:
             if (present is None or r["present"] == present) and (kind is None or r["kind"] == kind)
         )
 
-    # -- the client's interface used by the portal --
-    def balances(self, account_id: str, *, psu: PsuContext) -> bank_models.AccountBalances:
-        url = f"/v1/accounts/{account_id}/balances"
-        refused = self._gate(account_id, "balances", psu, url, url)
+    def _balances(self, path: str, present: bool):
+        account_id = path.split("/")[3]
+        refused = self._gate(account_id, "balances", present, path, path)
         if refused is not None:
-            raise error_from_response(
-                status=refused.status, body=refused.body, headers=refused.headers, request_id=refused.request_id
-            )
+            return refused
         total = sum((Decimal(b["transactionAmount"]["amount"]) for b in self.booked), Decimal("1000.00"))
-        return bank_models.AccountBalances.from_json(
-            {
-                "account": {"iban": "NO9386011117947"},
-                "balances": [
-                    {"balanceType": "closingBooked", "balanceAmount": {"amount": str(total), "currency": "NOK"}},
-                    {
-                        "balanceType": "interimAvailable",
-                        "balanceAmount": {"amount": str(total), "currency": "NOK"},
-                    },
-                ],
-            }
-        )
+        body = {
+            "account": {"iban": "NO9386011117947"},
+            "balances": [
+                {"balanceType": "closingBooked", "balanceAmount": {"amount": str(total), "currency": "NOK"}},
+                {"balanceType": "interimAvailable", "balanceAmount": {"amount": str(total), "currency": "NOK"}},
+            ],
+        }
+        return 200, body, {}
 
-    card_account_balances = balances
-
-    def request(
-        self, method: str, path: str | None = None, *, href=None, query=None, psu=None, **kw
-    ) -> BankResponse:
-        psu = psu or PsuContext()
-        if href is not None:
-            parts = urlsplit(href)
-            path = parts.path
-            query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        query = dict(query or {})
+    def _transactions(self, path: str, query: dict[str, str], present: bool):
         account_id = path.split("/")[3]
         url = f"{path}?{urlencode(query)}"
-        limit = int(query.get("limit", "200"))
+        limit = int(query.get("limit", str(self.page_size)))
         offset = int(query.get("offset", "0"))
         if self.fail_on_page is not None and offset // limit + 1 == self.fail_on_page:
             with self._lock:
-                self.requests.append({"path": path, "present": psu.present, "kind": "transactions", "url": url})
-            return self._error(503, "SERVICE_UNAVAILABLE", "The bank is busy.", url)
-        refused = self._gate(account_id, "transactions", psu, url, path)
+                self.requests.append({"path": path, "present": present, "kind": "transactions", "url": url})
+            return 503, _error_body("SERVICE_UNAVAILABLE", "The bank is busy."), {}
+        refused = self._gate(account_id, "transactions", present, url, path)
         if refused is not None:
             return refused
         date_from = date.fromisoformat(query["dateFrom"]) if "dateFrom" in query else None
-        if not psu.present:
+        if not present:
             oldest = self.now().date() - timedelta(days=90)
             if date_from and date_from < oldest:
-                return self._error(403, "FORBIDDEN", "Transactions older than 90 days need the PSU.", url)
+                return 403, _error_body("FORBIDDEN", "Transactions older than 90 days need the PSU."), {}
         items = [b for b in self.booked if date_from is None or date.fromisoformat(b["bookingDate"]) >= date_from]
         page = items[offset : offset + limit]
         links: dict[str, Any] = {}
         if offset + limit < len(items):
             links["next"] = {"href": f"{path}?{urlencode({**query, 'limit': limit, 'offset': offset + limit})}"}
+        key = "cardTransactions" if path.startswith("/v1/card-accounts/") else "transactions"
         # Like production (spec 4.3 known issue): every pending item on every page.
         body = {
             "account": {"iban": "NO9386011117947"},
-            "transactions": {"booked": page, "pending": self.pending, "_links": links},
+            key: {"booked": page, "pending": self.pending, "_links": links},
         }
-        return self._response(200, body, url)
+        return 200, body, {}

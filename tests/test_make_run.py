@@ -55,7 +55,7 @@ def signed_get(base: str, path: str, pki: Path) -> requests.Response:
         "TPP-Redirect-URI": "http://127.0.0.1/bank/callback",
         "Accept": "application/json",
     }
-    signed = sign_request("GET", path, headers, None, key, certificate, sign_request_target=True)
+    signed = sign_request("GET", path, headers, None, key, certificate)
     return requests.get(base + path, headers=signed, timeout=10)
 
 

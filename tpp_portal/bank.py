@@ -3,7 +3,7 @@
 Portal code gets the client with ``bank_client()`` and says what a call is about with::
 
     with bank_audit_context(user=request.user, obj=payment):
-        client.payment_initiate(...)
+        bank_client().payments.initiate(...)
 
 Never call the bank inside ``transaction.atomic``: the audit row is written in its own autocommit statement,
 and a network call must not hold a database transaction open.
@@ -23,7 +23,7 @@ from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ImproperlyConfigured
 
-from tpp_portal import certificates, metrics, rawsql
+from tpp_portal import certificates, metrics
 from xs2a.audit import AuditRecord
 from xs2a.client import ClientConfig, Xs2aClient
 from xs2a.credentials import CredentialError, load_certificate, load_private_key
@@ -66,40 +66,19 @@ class DeferredAudit:
         self.pending: list[tuple[AuditRecord, AuditContext]] = []
 
     def __call__(self) -> None:
-        """Write the kept-back rows (one INSERT written out, ``tpp_portal.rawsql``: on the background refresh's
-        path the ORM's bulk_create costs more CPU than the statement itself)."""
+        """Write the kept-back rows, in one INSERT (``bulk_create``)."""
+        from tpp_portal.models import BankCall
+
         taken = list(self.pending)
         self.pending.clear()
-        rawsql.insert(*_audit_rows(taken))
-
-    @contextlib.contextmanager
-    def taken(self) -> Iterator[rawsql.Rows]:
-        """The kept-back rows for a caller that writes them in its own statement (``rawsql.update_and_insert``).
-        They are no longer kept back, unless the block fails: then they are written when the
-        ``bank_audit_deferred`` block ends."""
-        taken = list(self.pending)
-        self.pending.clear()
-        try:
-            yield _audit_rows(taken)
-        except BaseException:
-            self.pending[:0] = taken
-            raise
-
-
-def _audit_rows(calls: list[tuple[AuditRecord, AuditContext]]) -> rawsql.Rows:
-    from tpp_portal.models import BankCall
-
-    names = _audit_fields()
-    made = [_bank_call(record, context) for record, context in calls]
-    return BankCall, names, [tuple(getattr(call, name) for name in names) for call in made]
+        BankCall.objects.bulk_create(_bank_call(record, context) for record, context in taken)
 
 
 @contextlib.contextmanager
 def bank_audit_deferred() -> Iterator[DeferredAudit]:
     """Bank calls made inside are audited by the ``flush()`` this yields: call it inside the transaction that
-    stores the bank's answer, so that the BankCall rows are committed with it (no commit of their own), or give
-    its ``taken()`` rows to the statement that stores the answer. Rows still kept back when the block ends (an
-    exception, an early return) are written then."""
+    stores the bank's answer, so that the BankCall rows are committed with it (no commit of their own). Rows
+    still kept back when the block ends (an exception, an early return) are written then."""
     flush = DeferredAudit()
     token = _deferred_calls.set(flush.pending)
     try:
@@ -108,14 +87,6 @@ def bank_audit_deferred() -> Iterator[DeferredAudit]:
         _deferred_calls.reset(token)
         if flush.pending:
             flush()
-
-
-@functools.cache
-def _audit_fields() -> tuple[str, ...]:
-    """The columns of a BankCall row that the portal writes: every one but the primary key."""
-    from tpp_portal.models import BankCall
-
-    return tuple(f.attname for f in BankCall._meta.concrete_fields if not f.primary_key)
 
 
 def _bank_call(record: AuditRecord, context: AuditContext):
@@ -182,8 +153,8 @@ def client_config() -> ClientConfig:
             tls_client_key=optional(settings.BANK_TLS_CLIENT_KEY),
             response_certificate=response_certificate,
             timeout=settings.BANK_TIMEOUT,
+            max_response_bytes=settings.BANK_MAX_RESPONSE_BYTES,
             accept_fix=tuple(settings.BANK_ACCEPT_FIX),
-            sign_request_target=settings.BANK_SIGN_REQUEST_TARGET,
         )
     except ValueError as exc:
         raise ImproperlyConfigured(f"bank client: {exc}") from None

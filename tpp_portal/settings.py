@@ -151,14 +151,6 @@ else:
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;",
         }
     )
-# The hot writes of the refresh and of payment submission (tpp_portal.rawsql) are prepared on the server, from
-# their second run on a connection. A pooler that cannot keep prepared statements (PgBouncer in transaction mode
-# before 1.22, or with max_prepared_statements = 0) needs false.
-DATABASE_PREPARED_STATEMENTS = env.bool(
-    "DATABASE_PREPARED_STATEMENTS",
-    True,
-    help="PostgreSQL: prepare the portal's hot writes on the server (false behind a pooler that cannot keep them)",
-)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- cache, broker ---------------------------------------------------------------------------------------
@@ -306,9 +298,15 @@ BANK_TLS_CLIENT_KEY = env.path("BANK_TLS_CLIENT_KEY", None, help="PEM of the QWA
 if bool(BANK_TLS_CLIENT_CERT) != bool(BANK_TLS_CLIENT_KEY):
     raise ImproperlyConfigured("BANK_TLS_CLIENT_KEY: BANK_TLS_CLIENT_CERT and BANK_TLS_CLIENT_KEY go together")
 BANK_RESPONSE_CERT = env.path(
-    "BANK_RESPONSE_CERT", None, help="PEM of the bank's seal; signed responses are verified against it"
+    "BANK_RESPONSE_CERT", None, help="PEM of the bank's seal; every answer must be signed with it"
 )
 BANK_TIMEOUT = env.float("BANK_TIMEOUT", 20.0, help="seconds to wait for the bank (connect and read)")
+BANK_MAX_RESPONSE_BYTES = env.int(
+    "BANK_MAX_RESPONSE_BYTES",
+    10 * 1024 * 1024,
+    minimum=1,
+    help="bytes of an answer the bank client reads at most; a longer answer is refused, not read",
+)
 BANK_ACCEPT_FIX = env.list(
     "BANK_ACCEPT_FIX",
     [
@@ -318,9 +316,6 @@ BANK_ACCEPT_FIX = env.list(
         "cash-account-type-iso",
     ],
     help="x-accept-fix values sent to the bank",
-)
-BANK_SIGN_REQUEST_TARGET = env.bool(
-    "BANK_SIGN_REQUEST_TARGET", True, help="also sign (request-target) in the Signature header"
 )
 if PRODUCTION and not BANK_BASE_URL.startswith("https://"):
     raise ImproperlyConfigured("BANK_BASE_URL: production talks to the bank over https only")

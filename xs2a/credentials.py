@@ -9,10 +9,12 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from xs2a.errors import ConfigurationError
+
 __all__ = ["CredentialError", "load_certificate", "load_private_key"]
 
 
-class CredentialError(ValueError):
+class CredentialError(ConfigurationError):
     """A certificate or key cannot be used; the message names the file and the reason (never the secret)."""
 
 

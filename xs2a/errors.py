@@ -2,16 +2,24 @@
 
 Every bank error is an ``Xs2aError`` carrying the HTTP status (None when no response came), the tppMessages
 (category, code, path, text), the X-Request-ID of the call, the method and endpoint (path template), and the
-scaRedirect link when the bank gave one. Subclasses exist for what a caller acts on::
+scaRedirect link when the bank gave one. Nothing else leaves the client: a malformed answer, a link to another
+host, a broken connection or an argument refused before sending are all an ``Xs2aError`` (the last two kinds
+are ``ValueError`` too, for callers that check their input that way). Subclasses exist for what a caller acts
+on::
 
     Xs2aError
+    ├── ConfigurationError          the client cannot be built as configured (also a ValueError)
+    ├── InvalidRequestError         the client refused to send: an argument is invalid (also a ValueError)
     ├── TransportError              no response (connection refused, TLS refused, timeout on a safe request)
     │   └── OutcomeUnknownError     a non-idempotent request (payment initiation) may or may not have arrived
-    ├── ResponseSignatureError      the bank's response Signature does not verify
+    ├── ResponseSignatureError      the bank's answer is unsigned or its Signature does not verify
     ├── UnexpectedResponseError     a success response the client cannot read (not JSON, wrong shape)
+    │   ├── ResponseTooLargeError   the answer is longer than the client's cap (ClientConfig.max_response_bytes)
+    │   └── LinkError               a link of the bank's that the client will not follow (another host, no href)
     ├── ClientError                 4xx
     │   ├── ScaRequiredError        the body carries a scaRedirect link: send the PSU there
     │   ├── ConsentError            ├─ ConsentInvalidError, ConsentExpiredError, ConsentUnknownError
+    │   ├── ConsentDeletionNotOfferedError  404/405 to DELETE /v1/bank-offered-consents: end it at the bank
     │   ├── AccessExceededError     429 / ACCESS_EXCEEDED, with the reset time when given
     │   ├── FormatError             the request was malformed; ``field`` names the path
     │   ├── SignatureRejectedError  the bank refused the signature or the certificate
@@ -33,15 +41,20 @@ from typing import Any
 __all__ = [
     "AccessExceededError",
     "ClientError",
+    "ConfigurationError",
+    "ConsentDeletionNotOfferedError",
     "ConsentError",
     "ConsentExpiredError",
     "ConsentInvalidError",
     "ConsentUnknownError",
     "FormatError",
+    "InvalidRequestError",
+    "LinkError",
     "OutcomeUnknownError",
     "PaymentFailedError",
     "ResourceUnknownError",
     "ResponseSignatureError",
+    "ResponseTooLargeError",
     "ScaRequiredError",
     "ServerError",
     "SignatureRejectedError",
@@ -50,6 +63,7 @@ __all__ = [
     "UnexpectedResponseError",
     "Xs2aError",
     "error_from_response",
+    "load_json",
     "parse_retry_after",
     "parse_tpp_messages",
 ]
@@ -141,6 +155,16 @@ class Xs2aError(Exception):
         return " | ".join(parts)
 
 
+class ConfigurationError(Xs2aError, ValueError):
+    """The client cannot be built as configured (a setting out of range, a key that does not fit its
+    certificate, an unreadable file). Raised when the client is made, never during a call."""
+
+
+class InvalidRequestError(Xs2aError, ValueError):
+    """The client refused to send the request: an argument is invalid (a float amount, an empty id, a character
+    the bank cannot process, a PSU header value). Nothing was sent."""
+
+
 class TransportError(Xs2aError):
     """No HTTP response: the connection or the TLS handshake failed, or a safe request timed out."""
 
@@ -153,11 +177,32 @@ class OutcomeUnknownError(TransportError):
 
 
 class ResponseSignatureError(Xs2aError):
-    """The bank's response carried a Signature that does not verify against the configured certificate."""
+    """With the bank's seal configured (``ClientConfig.response_certificate``), its answer carries no Signature
+    or one that does not verify against the seal. The answer is not used."""
 
 
 class UnexpectedResponseError(Xs2aError):
     """A success response that cannot be read: not JSON, or not the shape of the operation."""
+
+
+class ResponseTooLargeError(UnexpectedResponseError):
+    """The answer's body is longer than the client reads (``ClientConfig.max_response_bytes``).
+
+    The client stops reading at the cap (or at once, when Content-Length already says so) and closes the
+    connection, so a runaway answer never fills the memory. ``limit`` is the cap, ``received`` the bytes read
+    before stopping and ``declared`` the Content-Length, when the bank sent one.
+    """
+
+    def __init__(self, message: str, *, limit: int, received: int, declared: int | None = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.limit = limit
+        self.received = received
+        self.declared = declared
+
+
+class LinkError(UnexpectedResponseError):
+    """A link of the bank's (``_links``) that the client will not follow: it points at another host (a signed
+    request never leaves for another address), has no href, or is not a link at all. Nothing was sent."""
 
 
 class ClientError(Xs2aError):
@@ -182,6 +227,12 @@ class ConsentExpiredError(ConsentError):
 
 class ConsentUnknownError(ConsentError):
     """CONSENT_UNKNOWN: the consent does not exist (any more); the PSU may have revoked it at the bank."""
+
+
+class ConsentDeletionNotOfferedError(ClientError):
+    """The bank does not offer ending a consent through the interface (404 or 405 to DELETE
+    /v1/bank-offered-consents): the PSU ends it at the bank (spec 5.7: the PSU may revoke consent directly with
+    the bank)."""
 
 
 class AccessExceededError(ClientError):
@@ -241,6 +292,8 @@ _FORMAT_CODES = frozenset(
     }
 )
 _UNKNOWN_CODES = frozenset({"RESOURCE_UNKNOWN", "NOT_FOUND", "PRODUCT_UNKNOWN"})
+#: The operation a bank may not offer: ending a consent through the interface.
+_CONSENT_DELETION = ("DELETE", "/v1/bank-offered-consents")
 # Headers whose rejection means the signature or the certificate was refused (the bank answers 400 for these).
 _SIGNATURE_PATHS = frozenset({"signature", "tpp-signature-certificate", "digest", "date"})
 
@@ -281,9 +334,21 @@ def _decode(body: bytes | str | Mapping[str, Any] | None) -> Any:
         except UnicodeDecodeError:
             return None
     try:
-        return json.loads(body, parse_float=Decimal)
+        return load_json(body)
     except (ValueError, RecursionError):
         return None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (RFC 8259)")
+
+
+def load_json(text: str | bytes) -> Any:
+    """The bank's JSON: numbers with a fraction as Decimal (never float); NaN and Infinity refused (not JSON).
+    Raises ValueError (UnicodeDecodeError included) or RecursionError (nesting too deep)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    return json.loads(text, parse_float=Decimal, parse_constant=_no_constant)
 
 
 def parse_tpp_messages(data: Any) -> tuple[TppMessage, ...]:
@@ -357,6 +422,11 @@ def error_from_response(
     for code, cls in _CONSENT.items():
         if code in codes:
             return cls(f"consent cannot be used: {summary}", **common)
+    if ((method or "").upper(), endpoint) == _CONSENT_DELETION and status in {404, 405}:
+        return ConsentDeletionNotOfferedError(
+            f"the bank does not offer ending the consent here (HTTP {status}); the PSU ends it at the bank",
+            **common,
+        )
     if "PAYMENT_FAILED" in codes:
         return PaymentFailedError(f"the payment failed: {summary}", **common)
     if codes & _FORMAT_CODES:

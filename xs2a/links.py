@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
+from xs2a.errors import ConfigurationError, InvalidRequestError, LinkError
+
 __all__ = ["BaseUrl", "path_from_template", "quote_id", "template_for"]
 
 # RFC 3986 path-segment characters kept as they are ('!' and '=' among them); everything else is %-encoded,
@@ -19,7 +21,7 @@ _SEGMENT_SAFE = "!=-_.~"
 
 def quote_id(value: str) -> str:
     if not isinstance(value, str) or not value:
-        raise ValueError("a resource id must be a non-empty string")
+        raise InvalidRequestError("a resource id must be a non-empty string")
     return quote(value, safe=_SEGMENT_SAFE)
 
 
@@ -29,7 +31,7 @@ def path_from_template(template: str, **params: str) -> str:
     def fill(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in params:
-            raise ValueError(f"{template}: no value for {{{name}}}")
+            raise InvalidRequestError(f"{template}: no value for {{{name}}}")
         return quote_id(params[name])
 
     return re.sub(r"\{(\w+)\}", fill, template)
@@ -39,11 +41,15 @@ class BaseUrl:
     """The bank's base address: scheme, host, port and an optional path prefix."""
 
     def __init__(self, url: str) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in {"http", "https"} or not parts.hostname:
-            raise ValueError(f"the bank's base address must be an absolute http(s) URL, got {url!r}")
+        try:
+            parts = urlsplit(url)
+            hostname = parts.hostname
+        except (TypeError, ValueError, AttributeError):
+            raise ConfigurationError(f"the bank's base address is not a URL: {url!r}") from None
+        if parts.scheme not in {"http", "https"} or not hostname:
+            raise ConfigurationError(f"the bank's base address must be an absolute http(s) URL, got {url!r}")
         if parts.query or parts.fragment:
-            raise ValueError("the bank's base address must not carry a query or a fragment")
+            raise ConfigurationError("the bank's base address must not carry a query or a fragment")
         self.scheme = parts.scheme
         self.netloc = parts.netloc
         self.prefix = parts.path.rstrip("/")
@@ -58,7 +64,7 @@ class BaseUrl:
     def url(self, path: str, query: dict[str, str] | None = None) -> str:
         """The absolute address of an API path (``/v1/...``), with an encoded query."""
         if not path.startswith("/"):
-            raise ValueError(f"an API path starts with '/', got {path!r}")
+            raise InvalidRequestError(f"an API path starts with '/', got {path!r}")
         url = self.origin + self.prefix + path
         if query:
             url += ("&" if "?" in path else "?") + urlencode(query)
@@ -69,16 +75,23 @@ class BaseUrl:
 
         A relative href (``/v1/...``) is appended to the base address, prefix included. An absolute href must
         point at the bank itself (same scheme, host and port): the client never sends a signed request elsewhere.
+        Raises LinkError otherwise (no href, not a URL, another address).
         """
-        if not isinstance(href, str) or not href:
-            raise ValueError("a link without an href")
-        parts = urlsplit(href)
+        if not isinstance(href, str) or not href.strip():
+            raise LinkError("a link without an href")
+        if not href.isprintable():
+            raise LinkError(f"the link {href!r} holds control characters")
+        try:
+            parts = urlsplit(href)
+        except ValueError:
+            raise LinkError(f"the link {href!r} is not a URL") from None
         if parts.scheme or parts.netloc:
             if parts.scheme != self.scheme or parts.netloc.lower() != self.netloc.lower():
-                raise ValueError(f"the link {href!r} does not point at the bank ({self.origin})")
+                raise LinkError(f"the link {href!r} does not point at the bank ({self.origin})")
             return urlunsplit((self.scheme, self.netloc, parts.path, parts.query, ""))
-        path = parts.path if parts.path.startswith("/") else "/" + parts.path
-        return urlunsplit((self.scheme, self.netloc, self.prefix + path, parts.query, ""))
+        if not parts.path.startswith("/"):
+            raise LinkError(f"the link {href!r} is neither absolute nor relative to the base address (/v1/...)")
+        return urlunsplit((self.scheme, self.netloc, self.prefix + parts.path, parts.query, ""))
 
     def api_path(self, url: str) -> str:
         """The path of an absolute address below the prefix (``/v1/...``), for naming the endpoint."""

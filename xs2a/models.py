@@ -615,6 +615,8 @@ class Transaction:
     original_amount: Amount | None = None
     links: dict[str, Link] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: The bank's record as received (what the portal stores beside the fields it reads).
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "transaction") -> Transaction:
@@ -636,6 +638,7 @@ class Transaction:
             original_amount=f.obj("originalAmount", Amount.from_json),
             links=f.links(),
             extra=f.extra(),
+            raw=data,
         )
 
     @property
@@ -656,6 +659,8 @@ class CardTransaction:
     proprietary_bank_transaction_code: str | None = None
     links: dict[str, Link] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: The bank's record as received (what the portal stores beside the fields it reads).
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "cardTransaction") -> CardTransaction:
@@ -671,6 +676,7 @@ class CardTransaction:
             proprietary_bank_transaction_code=f.str("proprietaryBankTransactionCode"),
             links=f.links(),
             extra=f.extra(),
+            raw=data,
         )
 
 

@@ -12,6 +12,8 @@ import re
 import uuid
 from dataclasses import dataclass, fields
 
+from xs2a.errors import InvalidRequestError
+
 __all__ = ["PSU_HEADER_NAMES", "PsuContext"]
 
 _GEO = re.compile(r"^GEO:-?\d{1,3}(\.\d+)?,-?\d{1,3}(\.\d+)?$")
@@ -36,6 +38,7 @@ _HEADERS = {
     "geo_location": "PSU-Geo-Location",
     "tpp_session_id": "TPP-Session-ID",
 }
+REDIRECT_PREFERRED = "TPP-Redirect-Preferred"
 PSU_HEADER_NAMES = tuple(name for name in _HEADERS.values() if name != "TPP-Session-ID")
 # Forwarded from the PSU's live request: meaningless (and refused) when the PSU is not present.
 _LIVE_ONLY = (
@@ -59,7 +62,7 @@ def _uuid(value: str, name: str) -> str:
     try:
         uuid.UUID(value)
     except (ValueError, AttributeError, TypeError):
-        raise ValueError(f"{name} must be a UUID") from None
+        raise InvalidRequestError(f"{name} must be a UUID") from None
     return value
 
 
@@ -84,16 +87,23 @@ class PsuContext:
     #: TPP-Session-ID: the portal's session with this PSU. Not a PSU header, but it travels with the PSU: an SCA
     #: is valid for one hour within one TPP-Session-ID (spec section 3), so the portal keeps and reuses it.
     tpp_session_id: str | None = None
+    #: TPP-Redirect-Preferred: False asks the bank for SCA in its mobile app (biometrics) where it can, True for
+    #: the redirect; None sends nothing (the bank's default, true). Spec 4.1 and 5.8.
+    redirect_preferred: bool | None = None
 
     def __post_init__(self) -> None:
+        if self.redirect_preferred is not None and not isinstance(self.redirect_preferred, bool):
+            raise InvalidRequestError("TPP-Redirect-Preferred: True, False or None is expected")
         for f in fields(self):
             value = getattr(self, f.name)
-            if value is None:
+            if value is None or f.name == "redirect_preferred":
                 continue
             if not isinstance(value, str):
-                raise TypeError(f"{_HEADERS[f.name]}: a str is expected, got {type(value).__name__}")
+                raise InvalidRequestError(f"{_HEADERS[f.name]}: a str is expected, got {type(value).__name__}")
             if not value.strip() or "\r" in value or "\n" in value or not value.isprintable():
-                raise ValueError(f"{_HEADERS[f.name]}: an empty value or a control character is not allowed")
+                raise InvalidRequestError(
+                    f"{_HEADERS[f.name]}: an empty value or a control character is not allowed"
+                )
         if self.psu_id is not None:
             _uuid(self.psu_id, "PSU-ID")
         if self.corporate_id is not None:
@@ -101,22 +111,22 @@ class PsuContext:
         if self.device_id is not None:
             _uuid(self.device_id, "PSU-Device-ID")
         if self.context is not None and self.context not in _CONTEXTS:
-            raise ValueError("PSU-Context must be PRIVATE or CORPORATE")
+            raise InvalidRequestError("PSU-Context must be PRIVATE or CORPORATE")
         if self.ip_address is not None:
             try:
                 ipaddress.ip_address(self.ip_address)
             except ValueError:
-                raise ValueError("PSU-IP-Address must be an IPv4 or IPv6 address") from None
+                raise InvalidRequestError("PSU-IP-Address must be an IPv4 or IPv6 address") from None
         if self.ip_port is not None and not (self.ip_port.isdigit() and 0 < int(self.ip_port) < 65536):
-            raise ValueError("PSU-IP-Port must be a port number")
+            raise InvalidRequestError("PSU-IP-Port must be a port number")
         if self.http_method is not None and self.http_method not in _METHODS:
-            raise ValueError("PSU-HTTP-Method must be one of GET, POST, PUT, PATCH, DELETE")
+            raise InvalidRequestError("PSU-HTTP-Method must be one of GET, POST, PUT, PATCH, DELETE")
         if self.geo_location is not None and not _GEO.match(self.geo_location):
-            raise ValueError("PSU-Geo-Location must have the form GEO:<latitude>,<longitude>")
+            raise InvalidRequestError("PSU-Geo-Location must have the form GEO:<latitude>,<longitude>")
         if self.ip_address is None:
             given = [_HEADERS[name] for name in _LIVE_ONLY if getattr(self, name) is not None]
             if given:
-                raise ValueError(
+                raise InvalidRequestError(
                     f"{', '.join(given)} describe the PSU's live request: give PSU-IP-Address too "
                     "(it is present exactly when the PSU is present)"
                 )
@@ -126,6 +136,7 @@ class PsuContext:
         return self.ip_address is not None
 
     def headers(self) -> dict[str, str]:
-        return {
-            header: getattr(self, name) for name, header in _HEADERS.items() if getattr(self, name) is not None
-        }
+        out = {header: getattr(self, name) for name, header in _HEADERS.items() if getattr(self, name) is not None}
+        if self.redirect_preferred is not None:
+            out[REDIRECT_PREFERRED] = "true" if self.redirect_preferred else "false"
+        return out

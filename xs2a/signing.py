@@ -6,8 +6,12 @@ QSealC, one line) and ``Signature``::
     keyId="SN=<upper-case hex serial>,CA=<issuer DN per RFC 2253>",algorithm="rsa-sha256",
     headers="date digest x-request-id ...",signature="<Base64 RSA-SHA256 over the UTF-8 signing string>"
 
-The signed headers are those of ``date digest x-request-id psu-id psu-corporate-id tpp-redirect-uri`` present in
-the request, in that order, optionally preceded by ``(request-target)``. When the Signature value holds
+Each part is an HTTP quoted-string: a backslash or double quote in the value (an issuer DN that RFC 2253 escapes,
+``O=Tillitstjenester Vest\\, AS``) is written with a backslash before it (``\\\\`` and ``\\"``).
+
+The signed headers are ``(request-target)`` (method, path and query: a signature never covers another address)
+followed by those of ``date digest x-request-id psu-id psu-corporate-id tpp-redirect-uri`` present in the
+request, in that order: PSU-ID and PSU-Corporate-ID whenever they are sent. When the Signature value holds
 non-ASCII characters (a Norwegian letter in the issuer DN), it is sent RFC 2047 encoded as
 ``=?utf-8?B?<base64>?=``.
 
@@ -32,6 +36,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
+from xs2a.errors import ConfigurationError, InvalidRequestError
+
 __all__ = [
     "ALGORITHM",
     "DIGEST_ALGORITHMS",
@@ -47,12 +53,14 @@ __all__ = [
     "imf_fixdate",
     "key_id",
     "parse_signature_header",
+    "quoted_string",
     "rfc2253_name",
     "sign_request",
     "signature_for",
     "signature_header",
     "signed_header_names",
     "signing_string",
+    "unquote_string",
     "verify_digest",
     "verify_signature",
 ]
@@ -282,9 +290,9 @@ def _lower(headers: Mapping[str, str]) -> dict[str, str]:
     lowered: dict[str, str] = {}
     for name, value in headers.items():
         if not isinstance(value, str):
-            raise TypeError(f"header {name}: a str value is expected, got {type(value).__name__}")
+            raise InvalidRequestError(f"header {name}: a str value is expected, got {type(value).__name__}")
         if "\n" in value or "\r" in value:
-            raise ValueError(f"header {name}: a value must not contain a line break")
+            raise InvalidRequestError(f"header {name}: a value must not contain a line break")
         lowered[name.lower()] = value
     return lowered
 
@@ -303,7 +311,7 @@ def signing_string(header_names: Sequence[str], *, method: str, target: str, hea
             lines.append(f"{REQUEST_TARGET}: {method.lower()} {target}")
             continue
         if name not in lowered:
-            raise ValueError(f"header {name} is to be signed but is absent")
+            raise InvalidRequestError(f"header {name} is to be signed but is absent")
         lines.append(f"{name}: {lowered[name]}")
     return "\n".join(lines)
 
@@ -324,20 +332,34 @@ def signature_for(
     return _rsa_sha256(key, signing_string(header_names, method=method, target=target, headers=headers))
 
 
+def quoted_string(value: str) -> str:
+    """``value`` as an HTTP quoted-string (RFC 9110 5.6.4): in double quotes, with backslash and double quote
+    escaped by a backslash. An issuer DN that RFC 2253 escapes (``O=Tillitstjenester Vest\\, AS``) thus keeps
+    its backslash through the Signature header."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def unquote_string(value: str) -> str:
+    """The inverse of :func:`quoted_string` for the text between the quotes: ``\\x`` stands for ``x``."""
+    return _QUOTED_PAIR.sub(r"\1", value)
+
+
+_QUOTED_PAIR = re.compile(r"\\(.)", re.DOTALL)
+
+
 def signature_header(
     *, key_id: str, header_names: Sequence[str], signature: str, algorithm: str = ALGORITHM
 ) -> str:
-    """The Signature header value, RFC 2047 encoded when it holds non-ASCII characters."""
+    """The Signature header value (each part a quoted-string), RFC 2047 encoded when it holds non-ASCII."""
     names = " ".join(name.lower() for name in header_names)
-    return encode_rfc2047(f'keyId="{key_id}",algorithm="{algorithm}",headers="{names}",signature="{signature}"')
+    parts = {"keyId": key_id, "algorithm": algorithm, "headers": names, "signature": signature}
+    return encode_rfc2047(",".join(f"{name}={quoted_string(value)}" for name, value in parts.items()))
 
 
-def signed_header_names(headers: Mapping[str, str], *, sign_request_target: bool = False) -> list[str]:
-    """The signable headers present in ``headers``, in the bank's order, optionally after (request-target)."""
+def signed_header_names(headers: Mapping[str, str]) -> list[str]:
+    """``(request-target)``, then the signable headers present in ``headers``, in the bank's order."""
     present = {name.lower() for name in headers}
-    names = [REQUEST_TARGET] if sign_request_target else []
-    names += [name for name in SIGNABLE_HEADERS if name in present]
-    return names
+    return [REQUEST_TARGET, *(name for name in SIGNABLE_HEADERS if name in present)]
 
 
 _GENERATED = frozenset({"signature", "tpp-signature-certificate"})
@@ -355,18 +377,24 @@ class RequestSigner:
         certificate: x509.Certificate,
         *,
         digest_algorithm: str = "SHA-256",
-        sign_request_target: bool = False,
     ) -> None:
         if not isinstance(key, rsa.RSAPrivateKey):
-            raise TypeError("an RSA private key is required (algorithm rsa-sha256)")
+            raise ConfigurationError("an RSA private key is required (algorithm rsa-sha256)")
         if key.public_key().public_numbers() != certificate.public_key().public_numbers():
-            raise ValueError("the signing key does not belong to the signing certificate")
-        digest_header(b"", digest_algorithm)  # refuses an unsupported algorithm now, not on the first request
+            raise ConfigurationError("the signing key does not belong to the signing certificate")
+        if digest_algorithm.upper() not in DIGEST_ALGORITHMS:
+            raise ConfigurationError(
+                f"digest algorithm {digest_algorithm!r} is not supported (SHA-256 or SHA-512)"
+            )
+        try:
+            self.key_id = key_id(certificate)
+        except ValueError as exc:
+            raise ConfigurationError(
+                f"the signing certificate's issuer cannot be written (RFC 2253): {exc}"
+            ) from None
         self.key = key
         self.certificate = certificate
         self.digest_algorithm = digest_algorithm.upper()
-        self.sign_request_target = sign_request_target
-        self.key_id = key_id(certificate)
         self.certificate_header = certificate_header(certificate)
 
     def sign(self, method: str, target: str, headers: Mapping[str, str], body: bytes | None) -> dict[str, str]:
@@ -375,7 +403,7 @@ class RequestSigner:
         if body is not None and "digest" not in present:
             out["Digest"] = digest_header(body, self.digest_algorithm)
         out["TPP-Signature-Certificate"] = self.certificate_header
-        names = signed_header_names(out, sign_request_target=self.sign_request_target)
+        names = signed_header_names(out)
         signature = signature_for(names, method=method, target=target, headers=out, key=self.key)
         out["Signature"] = signature_header(key_id=self.key_id, header_names=names, signature=signature)
         return out
@@ -390,7 +418,6 @@ def sign_request(
     certificate: x509.Certificate,
     *,
     digest_algorithm: str = "SHA-256",
-    sign_request_target: bool = False,
 ) -> dict[str, str]:
     """A new dict: ``headers`` plus Digest (when there is a body), TPP-Signature-Certificate and Signature.
 
@@ -398,10 +425,7 @@ def sign_request(
     ...; names are matched case-insensitively). ``target`` is the path and query as sent. A Digest already in
     ``headers`` is kept; any Signature or TPP-Signature-Certificate given is replaced.
     """
-    signer = RequestSigner(
-        key, certificate, digest_algorithm=digest_algorithm, sign_request_target=sign_request_target
-    )
-    return signer.sign(method, target, headers, body)
+    return RequestSigner(key, certificate, digest_algorithm=digest_algorithm).sign(method, target, headers, body)
 
 
 # --- verification (of the bank's signed responses) ----------------------------------------------------------
@@ -415,11 +439,12 @@ class SignatureParameters:
     signature: bytes
 
 
-_PART = re.compile(r'\s*([A-Za-z]+)="([^"]*)"\s*(?:,|$)')
+_PART = re.compile(r'\s*([A-Za-z]+)="((?:[^"\\]|\\.)*)"\s*(?:,|$)', re.DOTALL)
 
 
 def parse_signature_header(value: str) -> SignatureParameters:
-    """Parse ``keyId``, ``algorithm``, ``headers`` and ``signature`` (after undoing RFC 2047)."""
+    """Parse ``keyId``, ``algorithm``, ``headers`` and ``signature`` (after undoing RFC 2047); each part is a
+    quoted-string, its backslash escapes undone."""
     text = decode_rfc2047(value)
     params: dict[str, str] = {}
     position = 0
@@ -429,7 +454,7 @@ def parse_signature_header(value: str) -> SignatureParameters:
             raise SignatureVerificationError('Signature: expected comma-separated key="value" parts')
         if match[1] in params:
             raise SignatureVerificationError(f"Signature: the part {match[1]} is given twice")
-        params[match[1]] = match[2]
+        params[match[1]] = unquote_string(match[2])
         position = match.end()
     for required in ("keyId", "signature"):
         if required not in params:
@@ -464,12 +489,18 @@ def verify_signature(
     not match the body, or the signature does not verify.
     """
     params = parse_signature_header(signature_value)
-    expected_key_id = key_id(certificate)
+    try:
+        expected_key_id = key_id(certificate)
+    except ValueError as exc:
+        raise SignatureVerificationError(f"Signature: the configured certificate's issuer: {exc}") from None
     if params.key_id != expected_key_id:
         raise SignatureVerificationError(
             f"Signature: keyId {params.key_id!r} does not name the configured certificate {expected_key_id!r}"
         )
-    lowered = _lower(headers)
+    try:
+        lowered = _lower(headers)
+    except ValueError as exc:  # a header value of the message that no signing string can hold
+        raise SignatureVerificationError(f"Signature: {exc}") from None
     for name in required_headers:
         if name in lowered and name not in params.headers:
             raise SignatureVerificationError(f"Signature: the {name} header is present but not signed")

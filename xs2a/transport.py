@@ -15,6 +15,8 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from xs2a.errors import ConfigurationError
+
 __all__ = ["TlsAdapter", "build_session", "build_ssl_context"]
 
 
@@ -32,14 +34,17 @@ def build_ssl_context(
     """
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verify_mode CERT_REQUIRED, check_hostname on
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    if ca_bundle is not None:
-        context.load_verify_locations(cafile=os.fspath(ca_bundle))
-    else:
-        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
     if bool(client_cert) != bool(client_key):
-        raise ValueError("the TLS client certificate and its key go together")
-    if client_cert and client_key:
-        context.load_cert_chain(os.fspath(client_cert), os.fspath(client_key), password=client_key_passphrase)
+        raise ConfigurationError("the TLS client certificate and its key go together")
+    try:
+        if ca_bundle is not None:
+            context.load_verify_locations(cafile=os.fspath(ca_bundle))
+        else:
+            context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+        if client_cert and client_key:
+            context.load_cert_chain(os.fspath(client_cert), os.fspath(client_key), password=client_key_passphrase)
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError: a file that is missing or not PEM
+        raise ConfigurationError(f"the TLS certificates cannot be loaded: {exc}") from None
     return context
 
 

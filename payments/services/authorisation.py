@@ -112,7 +112,7 @@ def authorisation_start(*, payment: Payment, signer, session_key: str | None, pr
     with bank_audit_deferred() as flush_audit:
         try:
             with bank_audit_context(user=signer, obj=payment):
-                answer = bank_client().authorisation_start(
+                answer = bank_client().payments.start_authorisation(
                     href=href or None,
                     payment_id=payment.payment_id,
                     product=payment.product,

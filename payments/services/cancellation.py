@@ -63,7 +63,7 @@ def payment_cancel(*, payment: Payment, actor, presence: PsuContext) -> CancelOu
     href = payment.links.get("self") if isinstance(payment.links, dict) else None
     try:
         with bank_audit_context(user=actor, obj=payment):
-            answer = bank_client().payment_delete(
+            answer = bank_client().payments.delete(
                 href=href if isinstance(href, str) and href else None,
                 payment_id=payment.payment_id,
                 product=payment.product,

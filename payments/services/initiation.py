@@ -371,7 +371,7 @@ def _send(payment: Payment, psu: PsuContext, *, actor) -> bank_models.PaymentIni
     """The one initiation call (and its replays): the stored bytes, X-Request-ID and TPP-Session-ID."""
     body = json.loads(payment.body_json)
     with bank_audit_context(user=actor, obj=payment):
-        return bank_client().payment_initiate(
+        return bank_client().payments.initiate(
             body,
             psu=psu,
             product=payment.product,

@@ -238,7 +238,7 @@ def _poll(payment: Payment, *, token: str, now: datetime, actor, started: dateti
     href = payment.links.get("status") if isinstance(payment.links, dict) else None
     try:
         with bank_audit_context(user=actor, obj=payment):
-            answer = bank_client().payment_status(
+            answer = bank_client().payments.status(
                 href=href if isinstance(href, str) and href else None,
                 payment_id=payment.payment_id,
                 product=payment.product,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from decimal import Decimal
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
@@ -29,6 +30,7 @@ def _presence():
 class FailingClient:
     def __init__(self, error):
         self.error = error
+        self.accounts = self.card_accounts = SimpleNamespace(balances=self.balances)  # the client's services
 
     def balances(self, *args, **kwargs):
         raise self.error
@@ -109,12 +111,12 @@ class AccountsClient:
         self.balances_answer = m.AccountBalances.from_json(
             {"balances": [{"balanceAmount": {"amount": "100.25", "currency": "NOK"}, "balanceType": "expected"}]}
         )
+        # The client's services (client.accounts, client.card_accounts).
+        self.accounts = SimpleNamespace(list=self.account_list, balances=self.balances)
+        self.card_accounts = SimpleNamespace(list=lambda **kwargs: [], balances=self.balances)
 
-    def accounts(self, **kwargs):
+    def account_list(self, **kwargs):
         return [self.account]
-
-    def card_accounts(self, **kwargs):
-        return []
 
     def balances(self, resource_id, **kwargs):
         return self.balances_answer

@@ -13,7 +13,7 @@ import pytest
 from django.db import connection as db_connection
 from django.utils import timezone
 
-from accounts import refresh, selectors, sync, tasks
+from accounts import refresh, selectors, tasks
 from accounts.models import BalanceSnapshot, BankAccount, RefreshCall, Transaction
 from connections.models import ConnectionAccess, ConnectionEvent, ConnectionState
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
@@ -65,8 +65,8 @@ def test_unattended_refreshes_stop_at_four_and_the_bank_never_answers_429(bank, 
     assert (budget.used, budget.remaining, budget.next_due_at) == (4, 0, account.next_refresh_at)
 
 
-def test_a_sync_needing_more_pages_than_the_allowance_stops_without_moving_the_cursor(bank, account, monkeypatch):
-    monkeypatch.setattr(sync, "TRANSACTIONS_PAGE_SIZE", 2)
+def test_a_sync_needing_more_pages_than_the_allowance_stops_without_moving_the_cursor(bank, account):
+    bank.page_size = 2
     today = timezone.now().date()
     bank.booked = [booked(f"B{n}", "-1.00", today) for n in range(9)]  # 5 pages
 
@@ -137,11 +137,16 @@ def test_a_consent_error_during_an_unattended_refresh_marks_the_connection(bank,
 def test_unattended_calls_are_audited_without_psu_presence(bank, account, settings):
     refresh.account_refresh(account_id=account.pk)
 
-    # The fake bank does not write BankCall rows; the real client does (tested live); here: the ledger's
-    # rows name the account and the kind.
+    # The ledger's rows name the account and the kind; the client audits each call (one BankCall row each,
+    # about the account, without PSU presence).
     assert sorted(RefreshCall.objects.values_list("kind", flat=True)) == ["balances", "transactions"]
     assert set(RefreshCall.objects.values_list("resource_key", flat=True)) == {f"account:{account.resource_id}"}
-    assert not BankCall.objects.filter(psu_present=True).exists()
+    calls = BankCall.objects.order_by("pk")
+    assert [c.path_template for c in calls] == [
+        "/v1/accounts/{account_id}/balances",
+        "/v1/accounts/{account_id}/transactions",
+    ]
+    assert all(c.psu_present is False and c.status == 200 and c.object_id == str(account.pk) for c in calls)
 
 
 def test_a_task_delivered_twice_refreshes_once(bank, account):

@@ -11,7 +11,7 @@ from accounts.models import BankAccount, RefreshCall, Transaction, TransactionSt
 from tests.live_bank import portal_connect
 from tpp_portal.bank import bank_client
 from tpp_portal.models import BankCall
-from xs2a.links import path_from_template
+from xs2a.errors import AccessExceededError
 from xs2a.psu import PsuContext
 
 pytestmark = pytest.mark.live_bank
@@ -20,11 +20,11 @@ pytestmark = pytest.mark.live_bank
 @pytest.fixture
 def known_state(live_bank):
     """The sandbox in its known state (no unattended reads counted yet), restored afterwards as well."""
-    bank_client().sandbox_initialize()
+    bank_client().sandbox.initialize()
     refresh.unattended_client.cache_clear()
     yield
     refresh.unattended_client.cache_clear()
-    bank_client().sandbox_initialize()
+    bank_client().sandbox.initialize()
 
 
 def test_five_unattended_refreshes_never_trigger_the_banks_429(known_state, alice_client, alice):
@@ -50,10 +50,10 @@ def test_five_unattended_refreshes_never_trigger_the_banks_429(known_state, alic
 
     # The bank's own count stands at its limit: one more unattended read is refused by the bank itself, which
     # shows the portal's ledger counted exactly what the bank counts.
-    connection = account.connection
-    path = path_from_template("/v1/accounts/{account_id}/balances", account_id=account.resource_id)
-    answer = refresh.unattended_client().request("GET", path, psu=PsuContext(psu_id=connection.psu_id))
-    assert answer.status == 429
+    absent = PsuContext(psu_id=account.connection.psu_id)
+    with pytest.raises(AccessExceededError) as refused:
+        refresh.unattended_client().accounts.balances(account.resource_id, psu=absent)
+    assert refused.value.status == 429
 
     # With the PSU present nothing counts: "Refresh now" still reads balances and transactions.
     response = alice_client.post("/bank/accounts/refresh/", follow=True)

@@ -1,5 +1,6 @@
-"""The background refresh's written-out statements (accounts.sync ``read``/``insert``, the claim, the ledger, the
-cursor): they read and write exactly what the ORM would, on SQLite and on PostgreSQL alike."""
+"""The background refresh's statements, all through the ORM (no hand-written SQL): the claim that locks and reads
+every portal account on a bank account with its connection in one statement, the ledger, the cursor that keeps
+the stored history contiguous, the read of the stored rows, and the number of statements one refresh takes."""
 
 from __future__ import annotations
 
@@ -11,17 +12,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts import refresh, sync
-from accounts.models import BalanceSnapshot, BankAccount, RefreshCall, RefreshKind, Transaction, TransactionStatus
+from accounts.models import BankAccount, RefreshCall, RefreshKind, Transaction, TransactionStatus
 from connections.models import BankConnection
 from tests.bank_factories import BankAccountFactory
-from tpp_portal import rawsql
 
 
 def _values(instance) -> dict:
     return {f.attname: getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields}
 
 
-def test_the_claim_reads_every_account_on_the_bank_account_with_its_connection_as_the_orm_does(alice, bob):
+def test_the_claim_reads_every_account_on_the_bank_account_with_its_connection(alice, bob):
     now = timezone.now().replace(microsecond=123456)
     mine = BankAccountFactory(
         connection__user=alice,
@@ -57,7 +57,7 @@ def test_the_claim_of_an_account_that_is_gone_reads_nothing(db):
         assert refresh._locked_with_connections(987_654) == []
 
 
-def test_the_ledger_rows_written_out_read_back_through_the_orm(alice):
+def test_the_ledger_rows_are_read_back_by_the_ledger(alice):
     account = BankAccountFactory(connection__user=alice)
     at = timezone.now().replace(microsecond=654321)
     refresh.reserve(account=account, kinds=(RefreshKind.BALANCES, RefreshKind.TRANSACTIONS), now=at)
@@ -72,30 +72,41 @@ def test_the_ledger_rows_written_out_read_back_through_the_orm(alice):
         refresh.reserve(account=account, kinds=(RefreshKind.BALANCES,), now=at, not_since=at)
 
 
-def test_snapshots_written_out_read_back_as_the_orm_writes_them(alice):
-    mine, orm = BankAccountFactory(connection__user=alice), BankAccountFactory(connection__user=alice)
-    at = timezone.now()
-    values = [
-        ("closingBooked", Decimal("-12345678.9012"), "NOK", date(2026, 11, 22), at),
-        ("expected", Decimal("0.1"), "NOK", None, at),
+def test_one_unattended_refresh_takes_eight_statements(alice, monkeypatch):
+    from django.contrib.contenttypes.models import ContentType
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.fake_bank import FakeBank, booked
+
+    bank = FakeBank()
+    monkeypatch.setattr(refresh, "unattended_client", lambda: bank)
+    account = BankAccountFactory(connection__user=alice)
+    bank.booked = [booked("B1", "-1.00", timezone.now().date())]
+    ContentType.objects.get_for_model(BankAccount)  # cached, as in a running worker
+
+    with CaptureQueriesContext(connection) as captured:
+        outcome = refresh.account_refresh(account_id=account.pk)
+
+    assert outcome.ok, outcome.message
+    statements = [q["sql"] for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]]
+    tables = [(sql.split()[0], next(w for w in sql.split() if w.startswith('"'))) for sql in statements]
+    assert tables == [
+        ("SELECT", '"accounts_bankaccount"."id",'),  # the claim: the accounts locked, with their connections
+        ("SELECT", '"accounts_refreshcall"."account_id"'),  # the ledger
+        ("INSERT", '"accounts_refreshcall"'),  # the reserved calls
+        ("UPDATE", '"accounts_bankaccount"'),  # the cursor (locks the row first)
+        ("SELECT", '"accounts_transaction"."id",'),  # the stored rows the answer names
+        ("INSERT", '"accounts_transaction"'),
+        ("INSERT", '"accounts_balancesnapshot"'),
+        ("INSERT", '"tpp_portal_bankcall"'),  # both calls' audit rows, with the answer
     ]
-    names = ("account_id", "balance_type", "amount", "currency", "reference_date", "fetched_at")
-    rawsql.insert(BalanceSnapshot, names, [(mine.pk, *row) for row in values])
-    BalanceSnapshot.objects.bulk_create(
-        BalanceSnapshot(**dict(zip(names, (orm.pk, *row), strict=True))) for row in values
-    )
-    rawsql.insert(BalanceSnapshot, ("account_id",), [])  # nothing to write: no statement, no error
-
-    def read(account):
-        return [
-            (r.balance_type, r.amount, r.reference_date, r.fetched_at)
-            for r in BalanceSnapshot.objects.filter(account=account).order_by("balance_type")
-        ]
-
-    assert read(mine) == read(orm) == [row[:2] + row[3:] for row in values]
+    if connection.features.has_select_for_update_of:
+        assert 'FOR UPDATE OF "accounts_bankaccount"' in statements[0]
+    assert "JOIN" in statements[0]
 
 
-def test_the_stored_rows_are_read_as_the_orm_reads_them(alice):
+def test_the_stored_rows_read_are_those_the_answer_names_and_every_pending_row(alice):
     account = BankAccountFactory(connection__user=alice)
     other = BankAccountFactory(connection__user=alice)
     now = timezone.now()

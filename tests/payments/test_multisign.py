@@ -49,7 +49,11 @@ class FakeBank:
     def __init__(self) -> None:
         self.starts: list[dict] = []
 
-    def authorisation_start(self, **kwargs):
+    @property
+    def payments(self):  # the client's payments service
+        return self
+
+    def start_authorisation(self, **kwargs):
         self.starts.append(kwargs)
         return AuthorisationResponse(
             sca_status="started", links={"scaRedirect": Link(href="http://bank.test/sca/abc?x=1")}

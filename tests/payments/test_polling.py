@@ -33,13 +33,17 @@ class FakeBank:
         self.deletes: list[dict] = []
         self.delete_answer: object = PaymentCancellationResponse()
 
-    def payment_delete(self, **kwargs):
+    @property
+    def payments(self):  # the client's payments service
+        return self
+
+    def delete(self, **kwargs):
         self.deletes.append(kwargs)
         if isinstance(self.delete_answer, BaseException):
             raise self.delete_answer
         return self.delete_answer
 
-    def payment_status(self, **kwargs):
+    def status(self, **kwargs):
         with self.lock:
             self.calls.append(kwargs)
             self.inside += 1
@@ -341,7 +345,7 @@ def test_a_poller_whose_lease_was_taken_over_writes_nothing(alice, bank, monkeyp
         Payment.objects.filter(pk=payment.pk).update(poll_lease_token="someone-else")
         return status("ACSC")
 
-    monkeypatch.setattr(bank, "payment_status", slow_bank)
+    monkeypatch.setattr(bank, "status", slow_bank)
     outcome = polling.payment_poll(payment_id=payment.pk, now=NOW)
 
     assert outcome.skipped
@@ -430,7 +434,7 @@ def test_a_poll_asked_for_while_another_runs_stays_due(alice, bank, monkeypatch)
         asked.append(Payment.objects.get(pk=payment.pk).next_poll_at)
         return status("RCVD")
 
-    monkeypatch.setattr(bank, "payment_status", approval_during_the_call)
+    monkeypatch.setattr(bank, "status", approval_during_the_call)
     outcome = polling.payment_poll(payment_id=payment.pk)
 
     payment.refresh_from_db()

@@ -27,7 +27,7 @@ def bank_direct(live_bank):  # noqa: F811 - the fixture imported above
 @pytest.fixture
 def restore_known_state(bank_direct) -> Iterator[None]:
     yield
-    bank_direct.sandbox_initialize()
+    bank_direct.sandbox.initialize()
 
 
 def new_identity_number() -> str:

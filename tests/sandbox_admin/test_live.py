@@ -36,7 +36,7 @@ def messages_of(response) -> list[str]:
 
 
 def test_listing_with_both_flags_shows_what_the_bank_holds(charlie_client, bank_direct):
-    expected = bank_direct.sandbox_customers(with_accounts=True, with_agreements=True)
+    expected = bank_direct.sandbox.customers(with_accounts=True, with_agreements=True)
     assert len(expected) == 4  # the known state (facts.md section 1)
 
     response = charlie_client.get(LIST, {"listed": "1", "with_accounts": "on", "with_agreements": "on"})
@@ -65,7 +65,7 @@ def test_listing_with_both_flags_shows_what_the_bank_holds(charlie_client, bank_
 def test_listing_without_flags_leaves_accounts_and_agreements_out_and_keeps_each_timing(
     charlie_client, bank_direct
 ):
-    known = bank_direct.sandbox_customers(with_accounts=True, with_agreements=True)
+    known = bank_direct.sandbox.customers(with_accounts=True, with_agreements=True)
     charlie_client.get(LIST)  # the first visit lists with both flags
     response = charlie_client.get(LIST, {"listed": "1"})  # both boxes unticked
 
@@ -91,7 +91,7 @@ def test_a_private_customer_is_created_and_gets_its_agreement(charlie_client, ba
     )
 
     assert response.status_code == 200
-    (created,) = [c for c in bank_direct.sandbox_customers() if c.customer_number == number]
+    (created,) = [c for c in bank_direct.sandbox.customers() if c.customer_number == number]
     assert response.redirect_chain == [(page_of(created.customer_id), 302)]
     body = text(response)
     (message,) = messages_of(response)
@@ -158,15 +158,15 @@ def test_a_name_the_bank_cannot_process_is_refused_before_the_bank_is_called(cha
 
 
 def test_a_company_gets_an_agreement_and_accounts_engaged_in_it(charlie_client, bank_direct, restore_known_state):
-    private_user = next(c for c in bank_direct.sandbox_customers() if c.customer_type == "PRIVATE")
+    private_user = next(c for c in bank_direct.sandbox.customers() if c.customer_type == "PRIVATE")
     number = new_organisation_number()
     created = charlie_client.post(
         reverse("sandbox_admin:customer-create"),
         {"customer_type": "CORPORATE", "customer_number": number, "customer_name": "Fjordtest AS"},
     )
-    (company,) = [c for c in bank_direct.sandbox_customers() if c.customer_number == number]
+    (company,) = [c for c in bank_direct.sandbox.customers() if c.customer_number == number]
     assert created["Location"] == page_of(company.customer_id)
-    assert bank_direct.sandbox_customer(company.customer_id).agreements == []  # a company gets none by itself
+    assert bank_direct.sandbox.customer(company.customer_id).agreements == []  # a company gets none by itself
 
     form_page = charlie_client.get(page_of(company.customer_id, "sandbox_admin:agreement-create"))
     assert private_user.customer_name in text(form_page)
@@ -174,7 +174,7 @@ def test_a_company_gets_an_agreement_and_accounts_engaged_in_it(charlie_client, 
         page_of(company.customer_id, "sandbox_admin:agreement-create"),
         {"name": "Fjordtest hovedavtale", "signers_required": "2", "users": [private_user.customer_id]},
     )
-    (agreement,) = bank_direct.sandbox_customer(company.customer_id).agreements
+    (agreement,) = bank_direct.sandbox.customer(company.customer_id).agreements
     assert agreement.name == "Fjordtest hovedavtale" and agreement.extra["signersRequired"] == 2
 
     engaged = charlie_client.post(
@@ -195,7 +195,7 @@ def test_a_company_gets_an_agreement_and_accounts_engaged_in_it(charlie_client, 
         {"account_type": "ACCOUNT", "currency": "EUR", "name": "Valuta", "agreement": ""},
     )
     assert loose.status_code == 302
-    after = bank_direct.sandbox_customer(company.customer_id)
+    after = bank_direct.sandbox.customer(company.customer_id)
     assert len(after.accounts) == 2
     (in_agreement,) = after.agreements[0].engagements
     (outside,) = set(after.accounts) - {in_agreement}
@@ -210,7 +210,7 @@ def test_a_company_gets_an_agreement_and_accounts_engaged_in_it(charlie_client, 
         page_of(company.customer_id, "sandbox_admin:engagement-create"),
         {"agreement": agreement.id, "account": outside},
     )
-    assert set(bank_direct.sandbox_customer(company.customer_id).agreements[0].engagements) == {
+    assert set(bank_direct.sandbox.customer(company.customer_id).agreements[0].engagements) == {
         in_agreement,
         outside,
     }
@@ -219,7 +219,7 @@ def test_a_company_gets_an_agreement_and_accounts_engaged_in_it(charlie_client, 
 
 
 def test_a_private_customer_gets_no_agreement_form(charlie_client, bank_direct):
-    private = next(c for c in bank_direct.sandbox_customers() if c.customer_type == "PRIVATE")
+    private = next(c for c in bank_direct.sandbox.customers() if c.customer_type == "PRIVATE")
     response = charlie_client.get(page_of(private.customer_id, "sandbox_admin:agreement-create"))
     assert response.status_code == 302 and response["Location"] == page_of(private.customer_id)
     form = charlie_client.get(page_of(private.customer_id, "sandbox_admin:account-create")).context["form"]
@@ -230,7 +230,7 @@ def test_mock_transactions_in_and_the_banks_refusal_when_another_account_is_the_
     charlie_client, bank_direct, restore_known_state
 ):
     private_1, private_2 = [
-        c for c in bank_direct.sandbox_customers(with_accounts=True) if c.customer_type == "PRIVATE"
+        c for c in bank_direct.sandbox.customers(with_accounts=True) if c.customer_type == "PRIVATE"
     ]
     account = private_1.accounts[0]
     url = page_of(private_1.customer_id, "sandbox_admin:transaction-create", account=account)
@@ -285,7 +285,7 @@ def test_mock_transactions_in_and_the_banks_refusal_when_another_account_is_the_
 
 
 def test_transaction_form_checks_before_the_bank(charlie_client, bank_direct):
-    private_1 = next(c for c in bank_direct.sandbox_customers(with_accounts=True) if c.customer_type == "PRIVATE")
+    private_1 = next(c for c in bank_direct.sandbox.customers(with_accounts=True) if c.customer_type == "PRIVATE")
     url = page_of(private_1.customer_id, "sandbox_admin:transaction-create")
     BankCall.objects.all().delete()
     response = charlie_client.post(
@@ -333,7 +333,7 @@ def test_reset_needs_confirmation_and_brings_back_the_known_state(
         reverse("sandbox_admin:customer-create"),
         {"customer_type": "PRIVATE", "customer_number": number, "customer_name": "Midlertidig"},
     )
-    assert len(bank_direct.sandbox_customers()) == 5
+    assert len(bank_direct.sandbox.customers()) == 5
     BankCall.objects.all().delete()
 
     confirm_page = charlie_client.get(reverse("sandbox_admin:reset"))
@@ -341,11 +341,11 @@ def test_reset_needs_confirmation_and_brings_back_the_known_state(
     unconfirmed = charlie_client.post(reverse("sandbox_admin:reset"), {})
     assert field_errors(unconfirmed, "confirm") == ["This field is required."]
     assert not BankCall.objects.exists()
-    assert len(bank_direct.sandbox_customers()) == 5
+    assert len(bank_direct.sandbox.customers()) == 5
 
     done = charlie_client.post(reverse("sandbox_admin:reset"), {"confirm": "on"}, follow=True)
     assert messages_of(done) == ["The sandbox is back to its known state: 4 customers."]
-    numbers = {c.customer_number for c in bank_direct.sandbox_customers()}
+    numbers = {c.customer_number for c in bank_direct.sandbox.customers()}
     assert numbers == {"13039319955", "12085592767", "18129215603", "20079518612"}
     assert number not in text(done)
     assert BankCall.objects.filter(method="POST", path_template="/v1/sandbox/initialize", status=200).count() == 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from datetime import date, timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
@@ -55,12 +56,13 @@ def bank(monkeypatch) -> Bank:
     stand_in = Bank()
 
     class Client:
-        def accounts(self, *, psu, **kwargs):
-            return stand_in.accounts_for(psu)
+        """The client's services, answering from the stand-in."""
 
-        card_accounts = staticmethod(stand_in.card_accounts)
-        balances = staticmethod(stand_in.balances)
-        agreements = staticmethod(stand_in.agreements)
+        accounts = SimpleNamespace(
+            list=lambda *, psu, **kw: stand_in.accounts_for(psu), balances=stand_in.balances
+        )
+        card_accounts = SimpleNamespace(list=stand_in.card_accounts, balances=stand_in.balances)
+        consents = SimpleNamespace(agreements=stand_in.agreements)
 
     monkeypatch.setattr("connections.services.bank_client", Client)
     monkeypatch.setattr("accounts.services.bank_client", Client)

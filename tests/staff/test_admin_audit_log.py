@@ -58,7 +58,7 @@ def test_calls_made_through_the_client_are_listed_with_their_facts_and_no_identi
     client = portal_bank.bank_client()
     psu = PsuContext(psu_id=PSU_ID, corporate_id=PSU_CORPORATE_ID, context="CORPORATE", ip_address="198.51.100.7")
     with portal_bank.bank_audit_context(user=alice, obj=connection), pytest.raises(errors.ScaRequiredError):
-        client.accounts(psu=psu)
+        client.accounts.list(psu=psu)
     (sent,) = scripted_bank.received
     call = BankCall.objects.get()
 

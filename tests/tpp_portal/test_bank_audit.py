@@ -39,7 +39,6 @@ def bank_settings(settings, tmp_path, local_bank):
     settings.PORTAL_BASE_URL = "https://portal.example"
     settings.BANK_ACCEPT_FIX = ["amount-as-string"]
     settings.BANK_TIMEOUT = 5.0
-    settings.BANK_SIGN_REQUEST_TARGET = True
     return tpp
 
 
@@ -58,7 +57,7 @@ def test_calls_are_signed_from_settings_and_audited_with_user_and_object(bank_se
     )
     client = portal_bank.build_bank_client()
     with portal_bank.bank_audit_context(user=alice, obj=alice), pytest.raises(errors.ScaRequiredError):
-        client.accounts(psu=PsuContext(psu_id=PSU_ID, ip_address="198.51.100.7"))
+        client.accounts.list(psu=PsuContext(psu_id=PSU_ID, ip_address="198.51.100.7"))
     client.close()
 
     (sent,) = local_bank.received
@@ -92,7 +91,7 @@ def test_calls_outside_a_context_and_without_an_answer_are_audited_too(bank_sett
     settings.BANK_BASE_URL = "http://127.0.0.1:9"  # discard port: refused
     client = portal_bank.build_bank_client()
     with pytest.raises(errors.TransportError):
-        client.sandbox_initialize()
+        client.sandbox.initialize()
     client.close()
     call = BankCall.objects.get()
     assert call.status is None and call.error == "TransportError"

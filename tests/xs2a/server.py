@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import ssl
 import threading
 import time
@@ -58,13 +59,15 @@ class Answer:
 Responder = Callable[[Received], Answer]
 
 
+_PART = re.compile(r'([A-Za-z]+)="((?:[^"\\]|\\.)*)"(?:,|$)')
+
+
 def _decode_signature(value: str) -> dict[str, str]:
+    """The parts of a Signature header: each ``name="quoted-string"``, its backslash escapes undone."""
     if value.startswith("=?utf-8?B?") and value.endswith("?="):
         value = base64.b64decode(value[len("=?utf-8?B?") : -2]).decode("utf-8")
-    parts = {}
-    for piece in value.split('",'):
-        name, _, rest = piece.partition('="')
-        parts[name.strip()] = rest.rstrip('"')
+    parts = {m[1]: re.sub(r"\\(.)", r"\1", m[2]) for m in _PART.finditer(value)}
+    assert ",".join(f'{k}="{v}"' for k, v in ((m[1], m[2]) for m in _PART.finditer(value))) == value
     return parts
 
 

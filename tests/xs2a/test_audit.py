@@ -26,7 +26,7 @@ def test_every_attempt_is_recorded_without_psu_identifiers_or_signatures(bank, m
     bank.add("GET", "/v1/accounts/enc!!secret=/transactions", Answer(503, b""), Answer(403, refusal))
 
     with pytest.raises(errors.ConsentUnknownError):
-        client.transactions("enc!!secret=", psu=psu)
+        client.accounts.transactions("enc!!secret=", psu=psu)
 
     first, second = records
     assert (first.attempt, first.status, first.will_retry) == (1, 503, True)
@@ -65,7 +65,7 @@ def test_a_lost_payment_answer_is_recorded_with_no_status(bank, make_client):
         debtor_account=models.AccountReference(bban="2", currency="NOK"),
     )
     with pytest.raises(errors.OutcomeUnknownError):
-        client.payment_initiate(payment, psu=PsuContext(psu_id=PSU_ID, ip_address="10.1.2.3"))
+        client.payments.initiate(payment, psu=PsuContext(psu_id=PSU_ID, ip_address="10.1.2.3"))
     (record,) = records
     assert record.status is None and record.error == "OutcomeUnknownError"
     assert record.path_template == "/v1/payments/{product}"
@@ -78,7 +78,7 @@ def test_a_failing_audit_hook_does_not_lose_the_bank_answer(bank, make_client, c
 
     client = make_client(bank.base_url, audit_hook=broken)
     bank.add("GET", "/v1/users", Answer(200, {"_links": {}}))
-    assert client.users().links == {}
+    assert client.consents.users().links == {}
     assert "audit hook failed" in caplog.text
 
 
@@ -94,7 +94,7 @@ def test_a_customer_number_echoed_by_the_bank_is_not_recorded(bank, make_client)
     bank.add("POST", "/v1/sandbox/customers", Answer(409, refusal))
 
     with pytest.raises(errors.Xs2aError) as refused:
-        client.sandbox_customer_create({"customerNumber": number, "customerType": "PRIVATE", "name": "Test"})
+        client.sandbox.create_customer({"customerNumber": number, "customerType": "PRIVATE", "name": "Test"})
 
     (record,) = records
     assert record.tpp_message_texts == (f"A customer with customerNumber {REDACTED} exists.",)

@@ -12,10 +12,9 @@ from decimal import Decimal
 import pytest
 
 from tests.xs2a.server import Answer, LocalBank, check_signature
-from xs2a import errors, models
+from xs2a import errors, models, signing
 from xs2a.client import DEFAULT_ACCEPT_FIX
 from xs2a.psu import PsuContext
-from xs2a.signing import sign_request
 
 PSU_ID = "5d1c3f53-0c3e-4c34-9b1b-5f5a8ac7c2a1"
 PRESENT = PsuContext(psu_id=PSU_ID, ip_address="198.51.100.7", user_agent="Firefox/140")
@@ -60,7 +59,7 @@ CREATED = {
 def test_payment_initiation_sends_a_signed_exact_body_with_every_required_header(bank, client, test_pki):
     bank.add("POST", "/v1/payments/norwegian-cross-border-credit-transfers", Answer(201, CREATED))
 
-    result = client.payment_initiate(_payment(), psu=PRESENT, allow_logical_duplicate=False)
+    result = client.payments.initiate(_payment(), psu=PRESENT, allow_logical_duplicate=False)
 
     (sent,) = bank.received
     assert sent.target == "/v1/payments/norwegian-cross-border-credit-transfers?allowLogicalDuplicate=false"
@@ -82,6 +81,7 @@ def test_payment_initiation_sends_a_signed_exact_body_with_every_required_header
     assert uuid.UUID(sent.headers["tpp-session-id"]) and uuid.UUID(sent.headers["x-request-id"])
     assert sent.headers["date"].endswith(" GMT")
     assert check_signature(sent, test_pki.tpp.certificate) == [
+        "(request-target)",
         "date",
         "digest",
         "x-request-id",
@@ -100,18 +100,18 @@ def test_payment_initiation_sends_a_signed_exact_body_with_every_required_header
 
 def test_payment_initiation_needs_a_present_and_identified_psu(bank, client):
     with pytest.raises(ValueError, match="PSU present"):
-        client.payment_initiate(_payment(), psu=ABSENT)
+        client.payments.initiate(_payment(), psu=ABSENT)
     with pytest.raises(ValueError, match="PSU-ID or X-PSU-IDENTITY"):
-        client.payment_initiate(_payment(), psu=PsuContext(ip_address="10.0.0.1"))
+        client.payments.initiate(_payment(), psu=PsuContext(ip_address="10.0.0.1"))
     with pytest.raises(ValueError, match="unknown payment product"):
-        client.payment_initiate(_payment(), psu=PRESENT, product="sepa-credit-transfers")
+        client.payments.initiate(_payment(), psu=PRESENT, product="sepa-credit-transfers")
     assert bank.received == []
 
 
 def test_single_sca_payment_with_x_psu_identity_and_domestic_product(bank, client):
     bank.add("POST", "/v1/payments/norwegian-domestic-credit-transfers", Answer(201, CREATED))
     psu = PsuContext(identity="13039319955", context="PRIVATE", ip_address="2001:db8::1")
-    client.payment_initiate(_payment(), psu=psu, product="norwegian-domestic-credit-transfers")
+    client.payments.initiate(_payment(), psu=psu, product="norwegian-domestic-credit-transfers")
     (sent,) = bank.received
     assert sent.headers["x-psu-identity"] == "13039319955"
     assert sent.headers["psu-context"] == "PRIVATE"
@@ -121,9 +121,9 @@ def test_single_sca_payment_with_x_psu_identity_and_domestic_product(bank, clien
 def test_floats_and_unprocessable_characters_never_reach_the_bank(bank, client):
     with pytest.raises(TypeError, match="Decimal"):
         models.Amount(1.5, "NOK")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="float"):
+    with pytest.raises(errors.InvalidRequestError, match="float"):
         client.request("POST", "/v1/sandbox/customers", json_body={"amount": 1.5})
-    with pytest.raises(ValueError, match="U\\+1F600"):
+    with pytest.raises(errors.InvalidRequestError, match="U\\+1F600"):
         client.request("POST", "/v1/sandbox/customers", json_body={"customerName": "Glad \U0001f600"})
     assert bank.received == []
 
@@ -150,10 +150,10 @@ def test_authorisation_status_details_and_deletion_follow_links(bank, client):
     bank.add("DELETE", base, Answer(200, {"transactionStatus": "CANC"}))
 
     created = models.PaymentInitiationResponse.from_json(CREATED)
-    authorisation = client.authorisation_start(href=created.start_authorisation, psu=PRESENT)
-    status = client.payment_status(href=created.status_link, psu=ABSENT)
-    details = client.payment_get(payment_id="enc!!Z78gcpH6=")
-    cancelled = client.payment_delete(payment_id="enc!!Z78gcpH6=")
+    authorisation = client.payments.start_authorisation(href=created.start_authorisation, psu=PRESENT)
+    status = client.payments.status(href=created.status_link, psu=ABSENT)
+    details = client.payments.get(payment_id="enc!!Z78gcpH6=")
+    cancelled = client.payments.delete(payment_id="enc!!Z78gcpH6=")
 
     assert authorisation.sca_redirect == "https://bank.example/sca?state=1"
     assert authorisation.sca_status == "started"
@@ -231,9 +231,9 @@ def test_accounts_balances_and_card_accounts_are_typed_with_decimals(bank, clien
         ),
     )
 
-    (account,) = client.accounts(psu=PRESENT)
-    balances = client.balances(account.resource_id, psu=ABSENT)
-    (card,) = client.card_accounts(psu=PRESENT)
+    (account,) = client.accounts.list(psu=PRESENT)
+    balances = client.accounts.balances(account.resource_id, psu=ABSENT)
+    (card,) = client.card_accounts.list(psu=PRESENT)
 
     assert account.iban == "NO9386011117947" and account.extra == {"ownerName": "kept"}
     assert account.links["balances"].verbs == ("GET",)
@@ -275,7 +275,7 @@ def test_transactions_follow_next_links_and_keep_repeated_pending_items_once(ban
             },
         ),
     )
-    result = client.transactions(
+    result = client.accounts.transactions(
         "enc!!a=",
         psu=PRESENT,
         booking_status="both",
@@ -302,7 +302,7 @@ def test_a_next_link_that_loops_is_refused(bank, client):
     page = {"transactions": {"booked": [], "_links": {"next": {"href": path + "?offset=0"}}}}
     bank.add("GET", path, Answer(200, page))
     with pytest.raises(errors.UnexpectedResponseError, match="repeats"):
-        client.transactions("a", psu=ABSENT)
+        client.accounts.transactions("a", psu=ABSENT)
     assert len(bank.received) == 2
 
 
@@ -344,10 +344,10 @@ def test_transaction_details_users_agreements_and_consents(bank, client):
         ),
     )
 
-    details = client.transaction_details("a", "t/1", psu=PRESENT)
-    users = client.users(psu=PsuContext(ip_address="198.51.100.7"))
-    (agreement,) = client.agreements(psu=ABSENT)
-    consent = client.consent_start(psu=PsuContext(psu_id=PSU_ID, context="PRIVATE", ip_address="198.51.100.7"))
+    details = client.accounts.transaction_details("a", "t/1", psu=PRESENT)
+    users = client.consents.users(psu=PsuContext(ip_address="198.51.100.7"))
+    (agreement,) = client.consents.agreements(psu=ABSENT)
+    consent = client.consents.start(psu=PsuContext(psu_id=PSU_ID, context="PRIVATE", ip_address="198.51.100.7"))
 
     assert details.transaction_id == "t/1"
     assert details.additional_information_proprietary == {"additionalInformationProprietary1": "x"}
@@ -384,12 +384,12 @@ def test_sandbox_operations(bank, client):
     bank.add("POST", "/v1/sandbox/agreements", Answer(201, {"id": "ag2", "name": "Firma", "engagements": []}))
     bank.add("POST", "/v1/sandbox/accounts/a1/transactions", Answer(201, _transaction("t9", "10.00")))
 
-    (listed,) = client.sandbox_customers(with_accounts=True, with_agreements=True)
-    created = client.sandbox_customer_create({"customerType": "PRIVATE", "customerName": "Ny Kunde"})
-    (reset,) = client.sandbox_initialize()
-    account = client.sandbox_account_create({"customerId": "c1", "currency": "NOK"})
-    agreement = client.sandbox_agreement_create({"customerId": "c1"})
-    mock = client.sandbox_mock_transaction_create("a1", {"amount": {"amount": "10.00", "currency": "NOK"}})
+    (listed,) = client.sandbox.customers(with_accounts=True, with_agreements=True)
+    created = client.sandbox.create_customer({"customerType": "PRIVATE", "customerName": "Ny Kunde"})
+    (reset,) = client.sandbox.initialize()
+    account = client.sandbox.create_account({"customerId": "c1", "currency": "NOK"})
+    agreement = client.sandbox.create_agreement({"customerId": "c1"})
+    mock = client.sandbox.create_mock_transaction("a1", {"amount": {"amount": "10.00", "currency": "NOK"}})
 
     assert listed == created == reset
     assert listed.customer_number == "13039319955" and listed.card_accounts == ["k1"]
@@ -403,24 +403,30 @@ def test_sandbox_operations(bank, client):
 def test_a_success_answer_of_the_wrong_shape_is_an_error(bank, client):
     bank.add("GET", "/v1/accounts", Answer(200, {"accounts": [{"name": "no resourceId"}]}))
     with pytest.raises(errors.UnexpectedResponseError, match="resourceId"):
-        client.accounts(psu=ABSENT)
+        client.accounts.list(psu=ABSENT)
     bank.add("GET", "/v1/users", Answer(200, b"<html>", {"Content-Type": "text/html"}))
     with pytest.raises(errors.UnexpectedResponseError, match="not JSON"):
-        client.users()
+        client.consents.users()
 
 
 # --- response signatures ----------------------------------------------------------------------------------
 
 
 def _signed_answer(test_pki, body: dict, *, tamper: bool = False) -> Answer:
+    """An answer signed as the bank signs one: Date, Digest and X-Request-ID (no request target)."""
     data = json.dumps(body).encode()
-    headers = {"Date": "Mon, 02 Mar 2026 09:00:00 GMT", "X-Request-ID": "r-1"}
-    signed = sign_request("GET", "/", headers, data, test_pki.bank_seal.key, test_pki.bank_seal.certificate)
-    return Answer(
-        200,
-        (data + b" ") if tamper else data,
-        {k: v for k, v in signed.items() if k != "TPP-Signature-Certificate"},
+    headers = {
+        "Date": "Mon, 02 Mar 2026 09:00:00 GMT",
+        "X-Request-ID": "r-1",
+        "Digest": signing.digest_header(data),
+    }
+    names = ["date", "digest", "x-request-id"]
+    seal = test_pki.bank_seal
+    value = signing.signature_for(names, method="", target="", headers=headers, key=seal.key)
+    headers["Signature"] = signing.signature_header(
+        key_id=signing.key_id(seal.certificate), header_names=names, signature=value
     )
+    return Answer(200, (data + b" ") if tamper else data, headers)
 
 
 def test_signed_responses_are_verified_against_the_configured_bank_certificate(bank, make_client, test_pki):
@@ -431,13 +437,38 @@ def test_signed_responses_are_verified_against_the_configured_bank_certificate(b
         _signed_answer(test_pki, {"_links": {}}),
         _signed_answer(test_pki, {"_links": {}}, tamper=True),
     )
-    assert client.users().links == {}
+    assert client.consents.users().links == {}
     with pytest.raises(errors.ResponseSignatureError, match="Digest"):
-        client.users()
+        client.consents.users()
 
     other = make_client(bank.base_url, response_certificate=test_pki.tpp.certificate)
     with pytest.raises(errors.ResponseSignatureError, match="keyId"):
-        other.users()
+        other.consents.users()
+
+
+def test_an_unsigned_answer_is_refused_when_the_banks_seal_is_configured(bank, make_client, test_pki):
+    records = []
+    client = make_client(
+        bank.base_url, audit_hook=records.append, response_certificate=test_pki.bank_seal.certificate
+    )
+    bank.add("GET", "/v1/users", Answer(200, {"_links": {}}))
+    bank.add("GET", "/v1/accounts", Answer(404, {"tppMessages": [{"category": "ERROR", "code": "NOT_FOUND"}]}))
+
+    with pytest.raises(errors.ResponseSignatureError, match="no Signature") as unsigned:
+        client.consents.users()
+    with pytest.raises(errors.ResponseSignatureError, match="no Signature"):
+        client.accounts.list(psu=ABSENT)  # an unsigned refusal is not believed either
+
+    assert unsigned.value.status == 200 and unsigned.value.request_id == records[0].request_id
+    assert [(r.status, r.error) for r in records] == [
+        (200, "ResponseSignatureError"),
+        (404, "ResponseSignatureError"),
+    ]
+    # Without a configured seal, the same answers are read as they are.
+    plain = make_client(bank.base_url)
+    assert plain.consents.users().links == {}
+    with pytest.raises(errors.ResourceUnknownError):
+        plain.accounts.list(psu=ABSENT)
 
 
 def test_base_address_with_a_path_prefix(test_pki, make_client):
@@ -454,10 +485,42 @@ def test_base_address_with_a_path_prefix(test_pki, make_client):
                 else {"transactions": {"booked": [_transaction("z", "1.00")]}},
             ),
         )
-        result = client.transactions("enc!!x=", psu=ABSENT)
+        result = client.accounts.transactions("enc!!x=", psu=ABSENT)
         assert [r.target for r in bank.received] == [
             "/api/psd2/v1/accounts/enc!!x=/transactions?bookingStatus=both",
             "/api/psd2/v1/accounts/enc!!x=/transactions?offset=1",
         ]
         assert [t.transaction_id for t in result.booked] == ["z"]
         check_signature(bank.received[1], test_pki.tpp.certificate)
+
+
+# --- TPP-Redirect-Preferred ------------------------------------------------------------------------------------
+
+
+def test_redirect_preferred_is_sent_only_when_asked(bank, client):
+    base = "/v1/payments/norwegian-cross-border-credit-transfers/enc!!Z78gcpH6="
+    sca = {"_links": {"scaRedirect": {"href": "https://bank.example/sca", "verbs": ["GET"]}}}
+    bank.add("POST", "/v1/bank-offered-consents", Answer(201, sca))
+    bank.add("GET", "/v1/users", Answer(200, sca))
+    bank.add("POST", "/v1/payments/norwegian-cross-border-credit-transfers", Answer(201, CREATED))
+    bank.add("POST", base + "/authorisations", Answer(201, {"scaStatus": "started", **sca}))
+    bank.add("GET", "/v1/accounts", Answer(200, {"accounts": []}))
+    in_app = PsuContext(psu_id=PSU_ID, ip_address="198.51.100.7", redirect_preferred=False)
+
+    client.consents.start(psu=PRESENT)  # not asked: not sent
+    client.consents.start(psu=PRESENT, redirect_preferred=False)  # the argument of the SCA-starting call
+    client.consents.users(psu=PsuContext(ip_address="198.51.100.7"), redirect_preferred=True)
+    client.payments.initiate(_payment(), psu=PRESENT, redirect_preferred=False)
+    client.payments.start_authorisation(payment_id="enc!!Z78gcpH6=", psu=in_app)  # through the PsuContext
+    client.payments.start_authorisation(
+        payment_id="enc!!Z78gcpH6=", psu=in_app, redirect_preferred=True
+    )  # argument wins
+    client.accounts.list(psu=ABSENT)
+
+    sent = [r.headers.get("tpp-redirect-preferred") for r in bank.received]
+    assert sent == [None, "false", "true", "false", "false", "true", None]
+    with pytest.raises(errors.InvalidRequestError):
+        PsuContext(redirect_preferred="no")  # type: ignore[arg-type]
+    with pytest.raises(errors.InvalidRequestError):
+        client.consents.start(psu=PRESENT, redirect_preferred="false")  # type: ignore[arg-type]
+    assert len(bank.received) == 7

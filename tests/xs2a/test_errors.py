@@ -88,7 +88,7 @@ def test_operations_raise_the_mapped_error_with_the_request_id(bank, client):
         Answer(401, {"tppMessages": [{"category": "ERROR", "code": "CONSENT_EXPIRED"}], **SCA}),
     )
     with pytest.raises(errors.ScaRequiredError) as caught:
-        client.accounts(psu=PsuContext(psu_id="5d1c3f53-0c3e-4c34-9b1b-5f5a8ac7c2a1"))
+        client.accounts.list(psu=PsuContext(psu_id="5d1c3f53-0c3e-4c34-9b1b-5f5a8ac7c2a1"))
     assert caught.value.sca_redirect == "https://bank.example/sca?s=1"
     assert caught.value.request_id == bank.received[0].headers["x-request-id"]
     assert caught.value.endpoint == "/v1/accounts" and caught.value.method == "GET"

@@ -10,6 +10,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from tests.xs2a.server import Answer
 from xs2a.credentials import CredentialError, load_certificate, load_private_key
+from xs2a.errors import LinkError
 from xs2a.links import BaseUrl, path_from_template, quote_id, template_for
 from xs2a.psu import PsuContext
 
@@ -48,8 +49,8 @@ def test_bad_psu_values_are_refused(fields, message):
 
 def test_absent_psu_sends_no_psu_ip_address(bank, client):
     bank.add("GET", "/v1/accounts/a/balances", Answer(200, {"balances": []}))
-    client.balances("a", psu=PsuContext(psu_id=PSU_ID))
-    client.balances("a", psu=PsuContext(psu_id=PSU_ID, ip_address="2001:db8::5"))
+    client.accounts.balances("a", psu=PsuContext(psu_id=PSU_ID))
+    client.accounts.balances("a", psu=PsuContext(psu_id=PSU_ID, ip_address="2001:db8::5"))
     assert "psu-ip-address" not in bank.received[0].headers
     assert bank.received[1].headers["psu-ip-address"] == "2001:db8::5"
 
@@ -69,9 +70,9 @@ def test_links_resolve_against_a_base_with_a_path_prefix():
         "https://bank.example/api/v1/accounts/enc!!Z=/transactions?bookingStatus=both"
     )
     assert base.resolve("https://bank.example/api/v1/x") == "https://bank.example/api/v1/x"
-    with pytest.raises(ValueError, match="does not point at the bank"):
+    with pytest.raises(LinkError, match="does not point at the bank"):
         base.resolve("https://evil.example/api/v1/x")
-    with pytest.raises(ValueError, match="does not point at the bank"):
+    with pytest.raises(LinkError, match="does not point at the bank"):
         base.resolve("http://bank.example/api/v1/x")
     assert (
         base.url("/v1/accounts", {"withBalance": "false"})
@@ -132,9 +133,9 @@ def test_a_non_rsa_key_and_a_missing_file_are_refused(tmp_path, test_pki):
 def test_the_tpp_session_id_travels_with_the_psu_and_is_made_for_sca_starts(bank, client):
     bank.add("GET", "/v1/accounts/a/balances", Answer(200, {"balances": []}))
     bank.add("GET", "/v1/users", Answer(200, {"_links": {"scaRedirect": {"href": "https://bank.example/sca"}}}))
-    client.balances("a", psu=PsuContext(psu_id=PSU_ID, tpp_session_id="portal-session-1"))
-    started = client.users(psu=PsuContext(ip_address="198.51.100.7"))
-    again = client.users(psu=PsuContext(ip_address="198.51.100.7", tpp_session_id="portal-session-1"))
+    client.accounts.balances("a", psu=PsuContext(psu_id=PSU_ID, tpp_session_id="portal-session-1"))
+    started = client.consents.users(psu=PsuContext(ip_address="198.51.100.7"))
+    again = client.consents.users(psu=PsuContext(ip_address="198.51.100.7", tpp_session_id="portal-session-1"))
     balances, first_start, second_start = bank.received
     assert balances.headers["tpp-session-id"] == "portal-session-1"
     assert uuid.UUID(first_start.headers["tpp-session-id"])

@@ -32,7 +32,7 @@ def test_get_is_retried_on_503_and_re_signed_each_time(bank, make_client, sleeps
     client = make_client(bank.base_url, signing_key=key, rng=lambda: 0.5)
     bank.add("GET", "/v1/users", BUSY, BUSY, OK)
 
-    assert client.users().sca_redirect == "https://bank.example/sca"
+    assert client.consents.users().sca_redirect == "https://bank.example/sca"
 
     assert len(bank.received) == 3
     assert len({r.headers["x-request-id"] for r in bank.received}) == 1, "the same X-Request-ID on each attempt"
@@ -52,7 +52,7 @@ def test_429_retry_after_is_honoured(bank, client, sleeps):
         Answer(429, {"tppMessages": [{"category": "ERROR", "code": "ACCESS_EXCEEDED"}]}, {"Retry-After": "7"}),
         OK,
     )
-    client.users()
+    client.consents.users()
     assert sleeps == [7.0]
     assert len(bank.received) == 2
 
@@ -64,7 +64,7 @@ def test_a_retry_after_too_long_is_given_to_the_caller(bank, client, sleeps):
         Answer(429, {"tppMessages": [{"category": "ERROR", "code": "ACCESS_EXCEEDED"}]}, {"Retry-After": "3600"}),
     )
     with pytest.raises(errors.AccessExceededError) as caught:
-        client.users()
+        client.consents.users()
     assert caught.value.retry_after == 3600.0
     assert caught.value.reset_at is not None
     assert sleeps == [] and len(bank.received) == 1
@@ -73,7 +73,7 @@ def test_a_retry_after_too_long_is_given_to_the_caller(bank, client, sleeps):
 def test_retries_are_bounded(bank, client, sleeps):
     bank.add("GET", "/v1/users", BUSY)
     with pytest.raises(errors.ServerError) as caught:
-        client.users()
+        client.consents.users()
     assert len(bank.received) == RetryPolicy().max_attempts == 3
     assert len(sleeps) == 2
     assert all(0 <= s <= RetryPolicy().backoff_max for s in sleeps)
@@ -88,14 +88,14 @@ def test_4xx_is_never_retried(bank, client, sleeps):
         OK,
     )
     with pytest.raises(errors.FormatError):
-        client.users()
+        client.consents.users()
     assert len(bank.received) == 1 and sleeps == []
 
 
 def test_a_payment_post_is_never_retried_on_503(bank, client, sleeps):
     bank.add("POST", "/v1/payments/norwegian-cross-border-credit-transfers", BUSY, Answer(201, {}))
     with pytest.raises(errors.ServerError):
-        client.payment_initiate(_payment(), psu=PSU)
+        client.payments.initiate(_payment(), psu=PSU)
     assert len(bank.received) == 1 and sleeps == []
 
 
@@ -103,7 +103,7 @@ def test_a_payment_post_that_times_out_has_an_unknown_outcome(bank, make_client,
     client = make_client(bank.base_url, timeout=(2.0, 0.3))
     bank.add("POST", "/v1/payments/norwegian-cross-border-credit-transfers", Answer(201, {}, delay=1.0))
     with pytest.raises(errors.OutcomeUnknownError) as caught:
-        client.payment_initiate(_payment(), psu=PSU, request_id="1b9e5f0c-6e8a-4c1e-a0e7-3f1c2d9a8b7c")
+        client.payments.initiate(_payment(), psu=PSU, request_id="1b9e5f0c-6e8a-4c1e-a0e7-3f1c2d9a8b7c")
     assert caught.value.request_id == "1b9e5f0c-6e8a-4c1e-a0e7-3f1c2d9a8b7c"
     assert caught.value.status is None
     assert len(bank.received) == 1, "sent exactly once"
@@ -114,14 +114,14 @@ def test_a_payment_post_that_times_out_has_an_unknown_outcome(bank, make_client,
 def test_a_payment_post_whose_connection_drops_has_an_unknown_outcome(bank, client):
     bank.add("POST", "/v1/payments/norwegian-cross-border-credit-transfers", Answer(drop=True))
     with pytest.raises(errors.OutcomeUnknownError):
-        client.payment_initiate(_payment(), psu=PSU)
+        client.payments.initiate(_payment(), psu=PSU)
     assert len(bank.received) == 1
 
 
 def test_a_gateway_timeout_on_a_payment_post_is_an_unknown_outcome(bank, client):
     bank.add("POST", "/v1/payments/norwegian-cross-border-credit-transfers", Answer(504, b""))
     with pytest.raises(errors.OutcomeUnknownError) as caught:
-        client.payment_initiate(_payment(), psu=PSU)
+        client.payments.initiate(_payment(), psu=PSU)
     assert caught.value.status == 504
 
 
@@ -134,11 +134,11 @@ def _closed_port() -> int:
 def test_a_refused_connection_is_a_transport_error_and_a_get_is_retried(make_client, sleeps):
     client = make_client(f"http://127.0.0.1:{_closed_port()}")
     with pytest.raises(errors.TransportError) as caught:
-        client.payment_initiate(_payment(), psu=PSU)
+        client.payments.initiate(_payment(), psu=PSU)
     assert not isinstance(caught.value, errors.OutcomeUnknownError), "never sent, so the outcome is known"
     assert sleeps == []
     with pytest.raises(errors.TransportError):
-        client.users()
+        client.consents.users()
     assert len(sleeps) == 2
 
 
@@ -146,6 +146,6 @@ def test_a_get_timeout_is_retried_then_reported(bank, make_client, sleeps):
     client = make_client(bank.base_url, timeout=(2.0, 0.2))
     bank.add("GET", "/v1/users", Answer(200, {}, delay=0.6))
     with pytest.raises(errors.TransportError) as caught:
-        client.users()
+        client.consents.users()
     assert not isinstance(caught.value, errors.OutcomeUnknownError)
     assert len(bank.received) == 3 and len(sleeps) == 2

@@ -182,11 +182,12 @@ def test_sign_request_follows_the_bank_profile(test_pki):
     params = _decode(signed["Signature"])  # the issuer holds Æ and ø: RFC 2047 wrapped
     expected_key_id = signing.key_id(test_pki.tpp.certificate)
     assert params.startswith(f'keyId="{expected_key_id}",algorithm="rsa-sha256",')
-    assert 'headers="date digest x-request-id psu-id tpp-redirect-uri",' in params
+    assert 'headers="(request-target) date digest x-request-id psu-id tpp-redirect-uri",' in params
 
     signature = params.rsplit('signature="', 1)[1].rstrip('"')
     signing_text = "\n".join(
         [
+            "(request-target): post /v1/payments/x",
             f"date: {given['Date']}",
             f"digest: {signed['Digest']}",
             f"x-request-id: {given['x-request-id']}",
@@ -212,7 +213,6 @@ def test_request_target_sha512_and_given_digest(test_pki):
         None,
         test_pki.tpp.key,
         test_pki.tpp.certificate,
-        sign_request_target=True,
     )
     assert "Digest" not in signed, "no body, no Digest"
     params = _decode(signed["Signature"])
@@ -275,12 +275,22 @@ def test_verify_signature_accepts_a_signed_message_and_refuses_tampering(test_pk
     body = b'{"ok":true}'
     signed = signing.sign_request("GET", "/", _headers(), body, test_pki.tpp.key, test_pki.tpp.certificate)
     params = signing.verify_signature(
-        signed["Signature"], headers=signed, body=body, certificate=test_pki.tpp.certificate
+        signed["Signature"],
+        headers=signed,
+        body=body,
+        certificate=test_pki.tpp.certificate,
+        method="GET",
+        target="/",
     )
-    assert params.headers[0] == "date"
+    assert params.headers[:2] == ("(request-target)", "date")
     with pytest.raises(signing.SignatureVerificationError, match="Digest"):
         signing.verify_signature(
-            signed["Signature"], headers=signed, body=b"{}", certificate=test_pki.tpp.certificate
+            signed["Signature"],
+            headers=signed,
+            body=b"{}",
+            certificate=test_pki.tpp.certificate,
+            method="GET",
+            target="/",
         )
     with pytest.raises(signing.SignatureVerificationError, match="does not verify"):
         signing.verify_signature(
@@ -288,8 +298,185 @@ def test_verify_signature_accepts_a_signed_message_and_refuses_tampering(test_pk
             headers={**signed, "Date": "Mon, 06 Jan 2014 00:00:00 GMT"},
             body=body,
             certificate=test_pki.tpp.certificate,
+            method="GET",
+            target="/",
         )
     with pytest.raises(signing.SignatureVerificationError, match="keyId"):
         signing.verify_signature(
-            signed["Signature"], headers=signed, body=body, certificate=test_pki.bank_seal.certificate
+            signed["Signature"],
+            headers=signed,
+            body=body,
+            certificate=test_pki.bank_seal.certificate,
+            method="GET",
         )
+
+
+# --- keyId as an HTTP quoted-string ----------------------------------------------------------------------------
+
+
+def _certificate_issued_by(issuer: x509.Name, key, serial: int) -> x509.Certificate:
+    return (
+        x509.CertificateBuilder()
+        .subject_name(pki.TPP_NAME)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(serial)
+        .not_valid_before(datetime(2026, 1, 1, tzinfo=UTC))
+        .not_valid_after(datetime(2027, 1, 1, tzinfo=UTC))
+        .sign(key, hashes.SHA256())
+    )
+
+
+@pytest.mark.parametrize(
+    ("organisation", "in_rfc2253", "in_header"),
+    [
+        ("Tillitstjenester Vest, AS", "Tillitstjenester Vest\\, AS", "Tillitstjenester Vest\\\\, AS"),
+        ('Sertifikat "Nord" AS', 'Sertifikat \\"Nord\\" AS', 'Sertifikat \\\\\\"Nord\\\\\\" AS'),
+    ],
+)
+def test_the_client_writes_an_escaped_issuer_as_a_quoted_string(
+    make_client, bank, test_pki, organisation, in_rfc2253, in_header
+):
+    from tests.xs2a.server import Answer, check_signature
+
+    issuer = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COUNTRY_NAME, "NO"),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, organisation),
+            x509.NameAttribute(NameOID.COMMON_NAME, "Test CA"),
+        ]
+    )
+    certificate = _certificate_issued_by(issuer, test_pki.tpp.key, 0x1F2E)
+    assert signing.key_id(certificate) == f"SN=1F2E,CA=CN=Test CA,O={in_rfc2253},C=NO"
+    client = make_client(bank.base_url, signing_certificate=certificate)
+    bank.add("GET", "/v1/users", Answer(200, {"_links": {}}))
+
+    client.consents.users()
+
+    (sent,) = bank.received
+    header = sent.headers["signature"]
+    assert header.isascii(), "no RFC 2047 wrapping for an ASCII issuer"
+    expected_start = f'keyId="SN=1F2E,CA=CN=Test CA,O={in_header},C=NO",algorithm="rsa-sha256",headers="'
+    assert header.startswith(expected_start), header
+    assert check_signature(sent, certificate)  # the test bank's own parser reads it back
+    # Round trip through the client's parser: the keyId comes back with RFC 2253's single backslashes.
+    assert signing.parse_signature_header(header).key_id == signing.key_id(certificate)
+
+
+def test_quoted_strings_round_trip():
+    for value in ["plain", "a\\b", 'a"b', '\\"', "\\\\,", ""]:
+        quoted = signing.quoted_string(value)
+        assert quoted.startswith('"') and quoted.endswith('"')
+        assert signing.unquote_string(quoted[1:-1]) == value
+    assert signing.quoted_string('O=Vest\\, AS "x"') == '"O=Vest\\\\, AS \\"x\\""'
+
+
+# --- what is signed: (request-target) always, the PSU headers whenever sent -------------------------------------
+
+PSU_ID = "5d1c3f53-0c3e-4c34-9b1b-5f5a8ac7c2a1"
+CORPORATE_ID = "0b4f9f5e-8d55-4ad4-9d2f-9f0d8a3f8f10"
+
+
+def test_signed_headers_of_a_get_without_and_with_psu_headers(bank, client, test_pki):
+    from tests.xs2a.server import Answer, check_signature
+    from xs2a.psu import PsuContext
+
+    bank.add("GET", "/v1/sandbox/customers", Answer(200, []))
+    bank.add("GET", "/v1/accounts", Answer(200, {"accounts": []}))
+    bank.add("GET", "/v1/agreements", Answer(200, {"agreements": []}))
+
+    client.sandbox.customers()
+    client.accounts.list(psu=PsuContext(psu_id=PSU_ID, corporate_id=CORPORATE_ID, ip_address="198.51.100.7"))
+    client.consents.agreements(psu=PsuContext(psu_id=PSU_ID))
+
+    bare, corporate, private = bank.received
+    assert check_signature(bare, test_pki.tpp.certificate) == [
+        "(request-target)",
+        "date",
+        "x-request-id",
+        "tpp-redirect-uri",
+    ]
+    assert check_signature(corporate, test_pki.tpp.certificate) == [
+        "(request-target)",
+        "date",
+        "x-request-id",
+        "psu-id",
+        "psu-corporate-id",
+        "tpp-redirect-uri",
+    ]
+    assert corporate.target == "/v1/accounts?withBalance=false", "the query is part of the signed target"
+    assert check_signature(private, test_pki.tpp.certificate) == [
+        "(request-target)",
+        "date",
+        "x-request-id",
+        "psu-id",
+        "tpp-redirect-uri",
+    ]
+
+
+def test_signed_headers_of_a_post_with_a_body(bank, client, test_pki):
+    from tests.xs2a.server import Answer, check_signature
+    from xs2a.psu import PsuContext
+
+    bank.add("POST", "/v1/bank-offered-consents", Answer(201, {"_links": {}}))
+    client.consents.start(psu=PsuContext(psu_id=PSU_ID, corporate_id=CORPORATE_ID, ip_address="198.51.100.7"))
+    (sent,) = bank.received
+    assert sent.body == b"{}"
+    assert check_signature(sent, test_pki.tpp.certificate) == [
+        "(request-target)",
+        "date",
+        "digest",
+        "x-request-id",
+        "psu-id",
+        "psu-corporate-id",
+        "tpp-redirect-uri",
+    ]
+
+
+def test_the_signer_agrees_with_the_golden_vectors(vector_key):
+    """The vectors' key and request through the client's signer: its Digest is the vector's, its signing string
+    starts with the vector's (request-target) and date lines, and it verifies with the vector's public key."""
+    request = VECTORS["request"]
+    public_key = serialization.load_pem_public_key(VECTORS["public_key_pem"].encode())
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "vector key")]))
+        .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "vector key")]))
+        .public_key(public_key)
+        .serial_number(1)
+        .not_valid_before(datetime(2014, 1, 1, tzinfo=UTC))
+        .not_valid_after(datetime(2015, 1, 1, tzinfo=UTC))
+        .sign(vector_key, hashes.SHA256())
+    )
+    signer = signing.RequestSigner(vector_key, certificate)
+
+    signed = signer.sign(
+        request["method"], request["path"], {"Date": request["headers"]["Date"]}, request["body"].encode()
+    )
+
+    assert signed["Digest"] == request["headers"]["Digest"]
+    params = signing.parse_signature_header(signed["Signature"])
+    assert params.headers == ("(request-target)", "date", "digest")
+    text = "\n".join(
+        [
+            "(request-target): post /foo?param=value&pet=dog",
+            "date: Sun, 05 Jan 2014 21:31:40 GMT",
+            f"digest: {request['headers']['Digest']}",
+        ]
+    )
+    basic = next(c for c in VECTORS["cases"] if c["name"] == "basic")
+    basic_text = signing.signing_string(
+        basic["headers"], method=request["method"], target=request["path"], headers=request["headers"]
+    )
+    assert basic_text.splitlines()[0] == text.splitlines()[0], "the vector's own (request-target) line"
+    public_key.verify(params.signature, text.encode(), padding.PKCS1v15(), hashes.SHA256())
+    assert (
+        signing.signature_for(
+            basic["headers"],
+            method=request["method"],
+            target=request["path"],
+            headers=request["headers"],
+            key=vector_key,
+        )
+        == basic["signature"]
+    )

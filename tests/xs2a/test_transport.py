@@ -29,7 +29,7 @@ def test_a_server_capped_at_tls_1_1_is_refused(test_pki, make_client):
 
         client = make_client(bank.base_url, ca_bundle=str(test_pki.ca_file))
         with pytest.raises(errors.TransportError, match="TLS"):
-            client.users()
+            client.consents.users()
         assert len(bank.received) == 1, "the client sent nothing over TLS 1.1"
 
 
@@ -37,7 +37,7 @@ def test_tls_1_2_with_the_configured_ca_is_accepted(test_pki, make_client, monke
     with LocalBank(ssl_context=test_pki.server_context()) as bank:
         bank.add("GET", "/v1/users", OK)
         client = make_client(bank.base_url, ca_bundle=str(test_pki.ca_file))
-        assert client.users().links == {}
+        assert client.consents.users().links == {}
         assert len(bank.received) == 1
 
 
@@ -57,9 +57,9 @@ def test_trust_is_the_configured_bundle_only(test_pki, make_client, monkeypatch,
         bank.add("GET", "/v1/users", OK)
         refused = make_client(bank.base_url, ca_bundle=str(test_pki.ca_file))
         with pytest.raises(errors.TransportError, match="TLS"):
-            refused.users()
+            refused.consents.users()
         trusting = make_client(bank.base_url, ca_bundle=str(tmp_path / "other-ca.pem"))
-        assert trusting.users().links == {}, "the proxy variable was ignored and the bundle used"
+        assert trusting.consents.users().links == {}, "the proxy variable was ignored and the bundle used"
 
 
 def test_the_qwac_client_certificate_is_presented(test_pki, make_client, tmp_path):
@@ -73,7 +73,7 @@ def test_the_qwac_client_certificate_is_presented(test_pki, make_client, tmp_pat
         bank.add("GET", "/v1/users", OK)
         without = make_client(bank.base_url, ca_bundle=str(test_pki.ca_file))
         with pytest.raises(errors.TransportError):
-            without.users()
+            without.consents.users()
         with_qwac = make_client(
             bank.base_url,
             ca_bundle=str(test_pki.ca_file),
@@ -81,14 +81,14 @@ def test_the_qwac_client_certificate_is_presented(test_pki, make_client, tmp_pat
             tls_client_key=str(tmp_path / "qwac.key"),
             tls_client_key_passphrase="s3cret-passphrase",
         )
-        assert with_qwac.users().links == {}
+        assert with_qwac.consents.users().links == {}
         assert len(bank.received) == 1
 
 
 def test_one_pooled_connection_serves_consecutive_calls(bank, client):
     bank.add("GET", "/v1/users", OK)
     for _ in range(3):
-        client.users()
+        client.consents.users()
     adapter = client.session.get_adapter(bank.base_url)
     pools = list(adapter.poolmanager.pools._container.values())
     assert len(pools) == 1
