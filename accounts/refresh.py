@@ -24,6 +24,7 @@ import dataclasses
 import functools
 import logging
 import random
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -47,6 +48,7 @@ from accounts.services import balance_snapshots
 from connections.models import BankConnection, ConnectionAccess, ConnectionState
 from connections.services import ais_psu, bank_problem
 from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client, client_config, record_bank_call
+from xs2a import models as bank_models
 from xs2a.client import RetryPolicy, Xs2aClient
 from xs2a.errors import AccessExceededError, ConsentError, ScaRequiredError, Xs2aError
 from xs2a.psu import PsuContext
@@ -58,6 +60,9 @@ REFRESH_INTERVAL = timedelta(hours=6)
 REFRESH_JITTER = timedelta(minutes=20)
 #: Accounts claimed per planner statement (one short transaction each).
 PLAN_BATCH = 500
+#: Accounts refreshed by one task: their claim and their answers are each written in a few statements, whatever
+#: their number, so the database work per account shrinks with it; the bank is still called once per account.
+TASK_ACCOUNTS = 20
 
 
 # --- outcomes and errors -----------------------------------------------------------------------------------
@@ -107,32 +112,25 @@ def reserve(
             .order_by("pk")
             .values_list("refresh_blocked_until", flat=True)
         )
-        _reserve_locked(account=account, blocked=blocked, kinds=kinds, now=now, not_since=not_since)
+        until = max((b for b in blocked if b is not None), default=None)
+        _granted, refused = _reserve_locked(claims=[(account, until)], kinds=kinds, now=now, not_since=not_since)
+    if refused:
+        raise refused[account.pk]
 
 
-def _reserve_locked(
+def _allowance_check(
     *,
     account: BankAccount,
-    blocked: list[datetime | None],
+    recent: list[tuple[int, str, datetime]],
+    blocked_until: datetime | None,
     kinds: tuple[str, ...],
     now: datetime,
     not_since: datetime | None,
 ) -> None:
-    """:func:`reserve` once the rows of the bank account are locked in the caller's transaction; ``blocked``:
-    their ``refresh_blocked_until``. Reads the ledger after the lock (a statement of its own, so that it sees the
-    rows a worker that held the lock before us committed)."""
-    until = max((b for b in blocked if b is not None), default=None)
-    if until is not None and until > now:
-        raise RefreshRefused("blocked", available_at=until)
-    key = RefreshCall.key_for(account)
-    since = now - UNATTENDED_WINDOW
-    if not_since is not None:
-        since = min(since, not_since)
-    recent = list(
-        RefreshCall.objects.filter(resource_key=key, reserved_at__gte=since).values_list(
-            "account_id", "kind", "reserved_at"
-        )
-    )
+    """Raise RefreshRefused when the bank account is blocked, the planned refresh was done, or a kind's allowance
+    is spent. ``recent``: the ledger of the bank account, (portal account, kind, reserved at)."""
+    if blocked_until is not None and blocked_until > now:
+        raise RefreshRefused("blocked", available_at=blocked_until)
     if not_since is not None and any(pk == account.pk and at >= not_since for pk, _kind, at in recent):
         raise RefreshRefused("already done")
     for kind in kinds:
@@ -142,45 +140,90 @@ def _reserve_locked(
                 f"{kind} allowance spent",
                 available_at=in_window[-UNATTENDED_CALLS_PER_DAY] + UNATTENDED_WINDOW,
             )
-    RefreshCall.objects.bulk_create(
-        RefreshCall(account_id=account.pk, resource_key=key, kind=kind, reserved_at=now) for kind in kinds
-    )
 
 
-def _claim(
-    *, account_id: int, kinds: tuple[str, ...], now: datetime, not_since: datetime | None
-) -> tuple[BankAccount | None, RefreshOutcome | None, RefreshRefused | None]:
-    """The start of an unattended refresh, in one short transaction: lock the rows of every portal account on
-    the account's bank account and read them with their connections (one statement), check that the account
-    may be refreshed, and reserve its calls in the ledger (:func:`reserve`'s rules). Returns the account, the
-    outcome to give when it may not be refreshed, and the ledger's refusal (nothing reserved in either case)."""
-    with transaction.atomic():
-        locked = _locked_with_connections(account_id)
-        account = next((a for a in locked if a.pk == account_id), None)
-        refusal = _not_refreshable(account, now=now, unattended=True)
-        if refusal is not None:
-            return account, refusal, None
-        assert account is not None
+def _reserve_locked(
+    *,
+    claims: list[tuple[BankAccount, datetime | None]],
+    kinds: tuple[str, ...],
+    now: datetime,
+    not_since: datetime | None,
+) -> tuple[list[BankAccount], dict[int, RefreshRefused]]:
+    """:func:`reserve` for several accounts once the rows of their bank accounts are locked in the caller's
+    transaction; each claim is an account and its bank account's ``refresh_blocked_until``. Reads the ledger after
+    the lock (a statement of its own, so that it sees the rows a worker that held the lock before us committed),
+    and writes the reserved calls in one statement. Returns the accounts granted and the refusals by account."""
+    if not claims:
+        return [], {}
+    since = now - UNATTENDED_WINDOW
+    if not_since is not None:
+        since = min(since, not_since)
+    recent: dict[str, list[tuple[int, str, datetime]]] = defaultdict(list)
+    keys = {RefreshCall.key_for(account) for account, _blocked in claims}
+    ledger = RefreshCall.objects.filter(resource_key__in=sorted(keys), reserved_at__gte=since)
+    for pk, key, kind, at in ledger.values_list("account_id", "resource_key", "kind", "reserved_at"):
+        recent[key].append((pk, kind, at))
+    granted: list[BankAccount] = []
+    refused: dict[int, RefreshRefused] = {}
+    rows: list[RefreshCall] = []
+    for account, blocked_until in claims:
+        key = RefreshCall.key_for(account)
         try:
-            _reserve_locked(
+            _allowance_check(
                 account=account,
-                blocked=[a.refresh_blocked_until for a in locked],
+                recent=recent[key],
+                blocked_until=blocked_until,
                 kinds=kinds,
                 now=now,
                 not_since=not_since,
             )
         except RefreshRefused as exc:
-            return account, None, exc
-    return account, None, None
+            refused[account.pk] = exc
+            continue
+        for kind in kinds:  # two portal accounts of the batch on one bank account share its allowance
+            rows.append(RefreshCall(account_id=account.pk, resource_key=key, kind=kind, reserved_at=now))
+            recent[key].append((account.pk, kind, now))
+        granted.append(account)
+    RefreshCall.objects.bulk_create(rows)
+    return granted, refused
 
 
-def _locked_with_connections(account_id: int) -> list[BankAccount]:
-    """Lock and read, in one statement, every portal account on the bank account of ``account_id`` (the bank
+def _claim(
+    *, account_ids: list[int], kinds: tuple[str, ...], now: datetime, not_since: datetime | None
+) -> tuple[list[BankAccount], dict[int, RefreshOutcome], dict[int, tuple[BankAccount, RefreshRefused]]]:
+    """The start of an unattended refresh of several accounts, in one short transaction: lock the rows of every
+    portal account on their bank accounts and read them with their connections (one statement), check that each
+    account may be refreshed, and reserve their calls in the ledger (:func:`reserve`'s rules; one read and one
+    write). Returns the accounts granted, the outcomes of those that may not be refreshed, and the ledger's
+    refusals (nothing reserved for either)."""
+    with transaction.atomic():
+        locked = _locked_with_connections(account_ids)
+        by_pk = {a.pk: a for a in locked}
+        blocked: dict[str, datetime | None] = {}
+        for a in locked:
+            key, until = RefreshCall.key_for(a), a.refresh_blocked_until
+            blocked[key] = max((b for b in (blocked.get(key), until) if b is not None), default=None)
+        outcomes: dict[int, RefreshOutcome] = {}
+        claims: list[tuple[BankAccount, datetime | None]] = []
+        for pk in dict.fromkeys(account_ids):
+            account = by_pk.get(pk)
+            refusal = _not_refreshable(account, now=now, unattended=True)
+            if refusal is not None:
+                outcomes[pk] = refusal
+                continue
+            assert account is not None
+            claims.append((account, blocked[RefreshCall.key_for(account)]))
+        granted, refused = _reserve_locked(claims=claims, kinds=kinds, now=now, not_since=not_since)
+    return granted, outcomes, {pk: (by_pk[pk], exc) for pk, exc in refused.items()}
+
+
+def _locked_with_connections(account_ids: list[int]) -> list[BankAccount]:
+    """Lock and read, in one statement, every portal account on the bank accounts of ``account_ids`` (the bank
     counts per bank account) with its connection; by pk (the order every locker takes them in). The rows of the
     accounts only are locked (``FOR UPDATE OF``), not their connections; SQLite's transaction holds the
     database's write lock from its start instead."""
     same_bank_account = BankAccount.objects.filter(
-        pk=account_id, kind=OuterRef("kind"), resource_id=OuterRef("resource_id")
+        pk__in=account_ids, kind=OuterRef("kind"), resource_id=OuterRef("resource_id")
     )
     return list(
         BankAccount.objects.select_for_update(of=("self",))
@@ -271,12 +314,16 @@ def account_refresh(
     the planner) makes a repeated delivery of the same planned refresh do nothing. With ``presence`` the PSU is
     present: PSU-IP-Address is sent and nothing counts.
     """
-    return _refresh(account_id=account_id, presence=presence, actor=actor, planned_at=planned_at, balances=True)
+    return _refresh(
+        account_ids=[account_id], presence=presence, actor=actor, planned_at=planned_at, balances=True
+    )[account_id]
 
 
 def transactions_refresh(*, account_id: int, presence: PsuContext, actor: Any = None) -> RefreshOutcome:
     """Only the transactions, with the PSU present (the overview's "Refresh now" reads the balances itself)."""
-    return _refresh(account_id=account_id, presence=presence, actor=actor, planned_at=None, balances=False)
+    return _refresh(account_ids=[account_id], presence=presence, actor=actor, planned_at=None, balances=False)[
+        account_id
+    ]
 
 
 def _not_refreshable(account: BankAccount | None, *, now: datetime, unattended: bool) -> RefreshOutcome | None:
@@ -295,102 +342,163 @@ def _not_refreshable(account: BankAccount | None, *, now: datetime, unattended: 
     return None
 
 
-def _refresh(
-    *,
-    account_id: int,
-    presence: PsuContext | None,
-    actor: Any,
-    planned_at: datetime | None,
-    balances: bool,
-) -> RefreshOutcome:
-    now = timezone.now()
-    unattended = presence is None
-    refused: RefreshRefused | None = None
-    if unattended:
-        # The account is read, checked and its calls reserved in one short transaction (the rows locked).
-        kinds = (RefreshKind.BALANCES, RefreshKind.TRANSACTIONS) if balances else (RefreshKind.TRANSACTIONS,)
-        account, refusal, refused = _claim(account_id=account_id, kinds=kinds, now=now, not_since=planned_at)
-    else:
-        account = BankAccount.objects.select_related("connection").filter(pk=account_id).first()
-        refusal = _not_refreshable(account, now=now, unattended=False)
-    if refusal is not None:
-        return refusal
-    assert account is not None
-    counts = {"balances": 0, "transactions_new": 0, "transactions_updated": 0, "calls": 0}
-    if refused is not None:
-        return _refused_outcome(account=account, refused=refused, counts=counts, now=now)
-    connection = account.connection
-    psu = ais_psu(connection, presence or PsuContext())
-    client = unattended_client() if unattended else bank_client()
-    calls = 0
-    answer = None
+@dataclass
+class _Read:
+    """What the bank answered about one account of a refresh."""
+
+    account: BankAccount
+    window: sync.SyncWindow
+    calls: int = 0
+    answer: bank_models.AccountBalances | None = None
     items: list[sync.Item] | None = None
-    window = sync.sync_window(account=account, present=not unattended, today=now.date())
     error: Xs2aError | None = None
+    refused: RefreshRefused | None = None
+    stored: bool = False
+    snapshots: int = 0
+    result: sync.SyncResult | None = None
+
+
+def _read(
+    *, account: BankAccount, client: Xs2aClient, presence: PsuContext | None, actor: Any, balances: bool, now
+) -> _Read:
+    """The bank calls of one account: its balances (when asked) and every page of its transactions."""
+    unattended = presence is None
+    window = sync.sync_window(account=account, present=not unattended, today=now.date())
+    read = _Read(account=account, window=window)
+    psu = ais_psu(account.connection, presence or PsuContext())
 
     def before_page(page: int) -> None:
-        nonlocal calls
         # The first page was reserved with the refresh; each further page is one more counted call, reserved
         # before it is asked for (RefreshRefused stops the read: nothing of it is stored).
         if unattended:
             reserve(account=account, kinds=(RefreshKind.TRANSACTIONS,))
-        calls += 1
+        read.calls += 1
 
-    # The audit rows (one per bank call) are written with the answer, in its transaction; when nothing is
-    # stored (a refusal, a bank error), when the block ends.
+    try:
+        with bank_audit_context(user=actor, obj=account):
+            if balances:
+                read.calls += 1
+                service = client.card_accounts if account.kind == AccountKind.CARD else client.accounts
+                read.answer = service.balances(account.resource_id, psu=psu)
+            read.calls += 1  # the first page of transactions
+            read.items = sync.fetch_pages(
+                client=client, account=account, psu=psu, window=read.window, before_page=before_page
+            )
+    except RefreshRefused as exc:
+        read.refused = exc
+    except Xs2aError as exc:
+        read.error = exc
+    return read
+
+
+def _store(reads: list[_Read], *, now: datetime) -> None:
+    """Store what the bank answered about several accounts, in a few statements whatever their number (inside the
+    caller's transaction): the accounts' rows locked by pk and updated (refresh times, cursors), their
+    transactions (accounts/sync.py), their balance snapshots."""
+    reads = [r for r in reads if r.answer is not None or r.items is not None]
+    if not reads:
+        return
+    pks = sorted(r.account.pk for r in reads)
+    locking = BankAccount.objects.select_for_update().filter(pk__in=pks).order_by("pk")
+    alive = set(locking.values_list("pk", flat=True))
+    reads = [r for r in reads if r.account.pk in alive]  # an account removed meanwhile (disconnected): dropped
+    by_fields: dict[tuple[str, ...], list[BankAccount]] = defaultdict(list)
+    for read in reads:
+        fields: dict[str, Any] = {}
+        if read.answer is not None:
+            fields["balances_refreshed_at"] = now
+        if read.items is not None:
+            fields.update(sync.cursor_fields(window=read.window, now=now))
+        for name, value in fields.items():
+            setattr(read.account, name, value)
+        by_fields[tuple(sorted(fields))].append(read.account)
+        read.stored = True
+    for names, accounts in by_fields.items():
+        BankAccount.objects.bulk_update(accounts, names)
+        for account in accounts:  # computed by the database: read again (from the row) when next used
+            account.__dict__.pop("transactions_synced_from", None)
+    entries = [sync.Entry(account=r.account, items=r.items, window=r.window) for r in reads if r.items is not None]
+    results = sync.store_transactions(entries=entries, now=now)
+    snapshots: list[BalanceSnapshot] = []
+    for read in reads:
+        read.result = results.get(read.account.pk)
+        if read.answer is not None:
+            rows = balance_snapshots(read.account, read.answer, now)
+            read.snapshots = len(rows)
+            snapshots += rows
+    BalanceSnapshot.objects.bulk_create(snapshots)
+
+
+def _refresh(
+    *,
+    account_ids: list[int],
+    presence: PsuContext | None,
+    actor: Any,
+    planned_at: datetime | None,
+    balances: bool,
+) -> dict[int, RefreshOutcome]:
+    """Refresh several accounts: claim them (unattended: the ledger), read each from the bank, then store every
+    answer in one short transaction with the audit rows of the calls. No transaction is open during a bank
+    call. Returns the outcome of each account."""
+    now = timezone.now()
+    unattended = presence is None
+    refused: dict[int, tuple[BankAccount, RefreshRefused]] = {}
+    if unattended:
+        # The accounts are read, checked and their calls reserved in one short transaction (the rows locked).
+        kinds = (RefreshKind.BALANCES, RefreshKind.TRANSACTIONS) if balances else (RefreshKind.TRANSACTIONS,)
+        granted, outcomes, refused = _claim(account_ids=account_ids, kinds=kinds, now=now, not_since=planned_at)
+    else:
+        found = {a.pk: a for a in BankAccount.objects.select_related("connection").filter(pk__in=account_ids)}
+        granted, outcomes = [], {}
+        for pk in dict.fromkeys(account_ids):
+            refusal = _not_refreshable(found.get(pk), now=now, unattended=False)
+            if refusal is not None:
+                outcomes[pk] = refusal
+            else:
+                granted.append(found[pk])
+    for pk, (account, exc) in refused.items():
+        outcomes[pk] = _refused_outcome(account=account, refused=exc, counts=_counts(None), now=now)
+    client = unattended_client() if unattended else bank_client()
+    # The audit rows (one per bank call) are written with the answers, in their transaction; when nothing is
+    # stored, when the block ends.
     with bank_audit_deferred() as flush_audit:
-        try:
-            with bank_audit_context(user=actor, obj=account):
-                if balances:
-                    calls += 1
-                    service = client.card_accounts if account.kind == AccountKind.CARD else client.accounts
-                    answer = service.balances(account.resource_id, psu=psu)
-                calls += 1  # the first page of transactions
-                items = sync.fetch_pages(
-                    client=client, account=account, psu=psu, window=window, before_page=before_page
-                )
-        except RefreshRefused as exc:
-            refused = exc
-        except Xs2aError as exc:
-            error = exc
+        reads = [
+            _read(account=account, client=client, presence=presence, actor=actor, balances=balances, now=now)
+            for account in granted
+        ]
+        with transaction.atomic():
+            _store(reads, now=timezone.now())
+            flush_audit()
+    for read in reads:
+        outcomes[read.account.pk] = _outcome(read, actor=actor, now=now, unattended=unattended)
+    return outcomes
 
-        result = None
-        snapshots: list[BalanceSnapshot] = []
-        if answer is not None or items is not None:
-            stored_at = timezone.now()
-            # One short transaction for the whole answer, after the bank calls. The account row is updated
-            # (locked) first, before any insert that refers to it.
-            with transaction.atomic():
-                updates = {"balances_refreshed_at": stored_at} if answer is not None else {}
-                if items is not None:  # moves the cursor and sets ``updates`` in its first statement
-                    result = sync.store_locked(
-                        account=account, items=items, window=window, now=stored_at, updates=updates
-                    )
-                else:
-                    BankAccount.objects.filter(pk=account.pk).update(**updates)
-                    account.balances_refreshed_at = stored_at
-                if answer is not None:
-                    snapshots = BalanceSnapshot.objects.bulk_create(balance_snapshots(account, answer, stored_at))
-                flush_audit()
 
-    counts = {
-        "balances": len(snapshots),
-        "transactions_new": result.new if result else 0,
-        "transactions_updated": result.updated if result else 0,
-        "calls": calls,
+def _counts(read: _Read | None) -> dict[str, int]:
+    return {
+        "balances": read.snapshots if read else 0,
+        "transactions_new": read.result.new if read and read.result else 0,
+        "transactions_updated": read.result.updated if read and read.result else 0,
+        "calls": read.calls if read else 0,
     }
-    if refused is not None:
-        return _refused_outcome(account=account, refused=refused, counts=counts, now=now)
-    if error is not None:
+
+
+def _outcome(read: _Read, *, actor: Any, now: datetime, unattended: bool) -> RefreshOutcome:
+    counts = _counts(read)
+    if read.refused is not None:
+        return _refused_outcome(account=read.account, refused=read.refused, counts=counts, now=now)
+    if read.error is not None:
         return _error_outcome(
-            account=account,
-            connection=connection,
-            error=error,
+            account=read.account,
+            connection=read.account.connection,
+            error=read.error,
             actor=actor,
             counts=counts,
             now=now,
             unattended=unattended,
         )
+    if not read.stored:
+        return RefreshOutcome(ok=False, message=_("The account is no longer connected."), **counts)
     return RefreshOutcome(ok=True, message=_("Balances and transactions refreshed."), **counts)
 
 
@@ -446,7 +554,7 @@ def _error_outcome(
 
 def transactions_refresh_for_user(*, user: Any, presence: PsuContext) -> list[RefreshOutcome]:
     """The transactions of every consented account of the user's active connections, with the PSU present."""
-    ids = (
+    ids = list(
         BankAccount.objects.filter(
             connection__user=user,
             connection__state=ConnectionState.ACTIVE,
@@ -456,7 +564,10 @@ def transactions_refresh_for_user(*, user: Any, presence: PsuContext) -> list[Re
         .order_by("pk")
         .values_list("pk", flat=True)
     )
-    return [transactions_refresh(account_id=pk, presence=presence, actor=user) for pk in ids]
+    if not ids:
+        return []
+    outcomes = _refresh(account_ids=ids, presence=presence, actor=user, planned_at=None, balances=False)
+    return [outcomes[pk] for pk in ids]
 
 
 # --- planning ------------------------------------------------------------------------------------------------
@@ -475,18 +586,19 @@ def _refreshable() -> Any:
 
 
 def refresh_plan(*, now: datetime | None = None, enqueue: Any = None, rng: random.Random | None = None) -> int:
-    """Claim the accounts whose unattended refresh is due and enqueue one task each (after commit).
+    """Claim the accounts whose unattended refresh is due and enqueue one task per TASK_ACCOUNTS of them (after
+    commit); ``enqueue(account_ids, planned_at)``.
 
     Accounts never planned get a first time spread over the next REFRESH_INTERVAL. Claiming moves
     ``next_refresh_at`` on in the same transaction that locks the rows (``skip_locked``: a second planner running
     at the same moment takes other rows, or none), so each due time is enqueued once. Returns the number
     enqueued.
     """
-    from accounts.tasks import refresh_account
+    from accounts.tasks import refresh_accounts
 
     now = now or timezone.now()
     rng = rng or random.Random()  # noqa: S311 - spreading times, not a secret
-    enqueue = enqueue or (lambda pk, planned: refresh_account.delay(pk, planned.isoformat()))
+    enqueue = enqueue or (lambda pks, planned: refresh_accounts.delay(pks, planned.isoformat()))
     live = _refreshable().filter(
         Q(connection__consent_valid_until__isnull=True) | Q(connection__consent_valid_until__gt=now)
     )
@@ -520,13 +632,15 @@ def refresh_plan(*, now: datetime | None = None, enqueue: Any = None, rng: rando
                 account.next_refresh_at = _next_time(now, rng)
             BankAccount.objects.bulk_update(due, ["next_refresh_at"])
             claimed = [a.pk for a in due]
-            transaction.on_commit(lambda ids=claimed: [enqueue(pk, now) for pk in ids])
+            chunks = [claimed[i : i + TASK_ACCOUNTS] for i in range(0, len(claimed), TASK_ACCOUNTS)]
+            transaction.on_commit(lambda chunks=chunks: [enqueue(chunk, now) for chunk in chunks])
         enqueued += len(claimed)
         if len(claimed) < PLAN_BATCH:
             break
     return enqueued
 
 
-def refresh_due(*, account_id: int, planned_at: datetime) -> RefreshOutcome:
-    """The task's work: one planned unattended refresh (idempotent: a second delivery finds it done)."""
-    return account_refresh(account_id=account_id, presence=None, actor=None, planned_at=planned_at)
+def refresh_due(*, account_ids: list[int], planned_at: datetime) -> dict[int, RefreshOutcome]:
+    """The task's work: the planned unattended refresh of ``account_ids`` (idempotent: a second delivery finds
+    them done)."""
+    return _refresh(account_ids=account_ids, presence=None, actor=None, planned_at=planned_at, balances=True)

@@ -9,8 +9,9 @@ Rules kept here:
   own page size (no ``limit`` is asked), its ``next`` links followed, a link to another host or back to an earlier
   page refused. ``before_page`` runs before each further page: the unattended refresh reserves one call of its
   budget there and stops the sync (raising) when the budget is spent. This module speaks no HTTP.
-- Nothing is stored until every page has been read; then one short transaction (the account row locked by the
-  statement that moves the cursor, so two syncs of one account do not interleave) upserts booked rows by
+- Nothing is stored until every page has been read; then one short transaction (the account rows locked by the
+  statement that moves the cursors, so two syncs of one account do not interleave; several accounts' reads in one
+  go: accounts/refresh.py) upserts booked rows by
   ``transactionId``, replaces pending rows by their booked counterpart (same id, else same fingerprint of amount,
   date and text), removes pending rows the bank no longer lists, and moves the cursor. A failed or cut-short
   sync leaves the cursor where it was, and a repeated sync changes nothing.
@@ -27,7 +28,6 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db import transaction
 from django.db.models import Case, DateField, F, Q, Value, When
 
 from accounts.models import AccountKind, BankAccount, Transaction, TransactionStatus
@@ -266,31 +266,32 @@ _COMPARED = (
 )
 
 
-def _move_cursor(*, account: BankAccount, window: SyncWindow, now: datetime, updates: dict[str, Any]) -> int:
-    """Set ``updates``, the cursor and the refresh time of the account row; the rows updated (0: it is gone).
+def cursor_fields(*, window: SyncWindow, now: datetime) -> dict[str, Any]:
+    """The account row's fields after a complete read of ``window``: the cursor, the refresh time and the start of
+    the stored history, for the caller's UPDATE (which also locks the row).
 
-    The history start is judged on the row's current values (SQL evaluates every right-hand side on the row as
-    it was): a read that joins the stored history (the cursor at or after the read's first day) extends it to
-    the earlier of the two starts, one after a gap starts anew. A row without a history (NULL) compares as
-    unknown, so it starts anew too.
+    The history start is judged on the row's current values (SQL evaluates every right-hand side on the row as it
+    was): a read that joins the stored history (the cursor at or after the read's first day) extends it to the
+    earlier of the two starts, one after a gap starts anew. A row without a history (NULL) compares as unknown,
+    so it starts anew too.
     """
     joins = Q(transactions_synced_to__gte=window.date_from, transactions_synced_from__lt=window.date_from)
-    return BankAccount.objects.filter(pk=account.pk).update(
-        **updates,
-        transactions_synced_to=window.date_to,
-        transactions_refreshed_at=now,
-        transactions_synced_from=Case(
+    return {
+        "transactions_synced_to": window.date_to,
+        "transactions_refreshed_at": now,
+        "transactions_synced_from": Case(
             When(joins, then=F("transactions_synced_from")),
             default=Value(window.date_from),
             output_field=DateField(),
         ),
-    )
+    }
 
 
-def _stored(*, account: BankAccount, ids: set[str]) -> list[Transaction]:
-    """In one read: the account's rows the answer names, every pending row, and booked rows without an id."""
+def _stored(*, account_ids: Iterable[int], ids: set[str]) -> list[Transaction]:
+    """In one read, of the accounts ``account_ids``: the rows the answers name, every pending row, and booked rows
+    without an id."""
     wanted = Q(transaction_id__in=[*sorted(ids), ""]) | Q(status=TransactionStatus.PENDING)
-    return list(Transaction.objects.filter(wanted, account_id=account.pk).order_by("pk"))
+    return list(Transaction.objects.filter(wanted, account_id__in=sorted(account_ids)).order_by("pk"))
 
 
 def _apply(row: Transaction, item: Item, now: datetime) -> bool:
@@ -305,33 +306,20 @@ def _apply(row: Transaction, item: Item, now: datetime) -> bool:
     return changed
 
 
-def store(*, account: BankAccount, items: Iterable[Item], window: SyncWindow, now: datetime) -> SyncResult:
-    """Upsert a complete read of ``window`` and move the cursor (one transaction, the account row locked)."""
-    with transaction.atomic():
-        return store_locked(account=account, items=items, window=window, now=now)
+@dataclass
+class _Plan:
+    """What storing one account's read comes to: rows to insert, rows changed, pending rows to remove."""
+
+    created: list[Transaction]
+    changed: list[Transaction]
+    stale: list[int]
 
 
-def store_locked(
-    *,
-    account: BankAccount,
-    items: Iterable[Item],
-    window: SyncWindow,
-    now: datetime,
-    updates: dict[str, Any] | None = None,
-) -> SyncResult:
-    """:func:`store` inside the caller's transaction (which must be open: the account row is locked in it).
-
-    ``updates``: further fields of the account to set in the statement that moves the cursor.
-    """
-    items = list(items)
-    # First, one statement locks the account row (so two syncs of one account do not interleave: the second
-    # waits here, then reads what the first stored) and moves the cursor; it is rolled back with the rest when
-    # anything after it fails. The stored history stays contiguous (:func:`_move_cursor`).
-    moved = _move_cursor(account=account, window=window, now=now, updates=updates or {})
-    if not moved:
-        raise BankAccount.DoesNotExist(f"bank account {account.pk} is gone")
+def _plan(
+    *, account: BankAccount, items: list[Item], rows: list[Transaction], window: SyncWindow, now: datetime
+) -> _Plan:
+    """Match a complete read of ``window`` against the account's stored ``rows`` (read by :func:`_stored`)."""
     ids = {i.transaction_id for i in items if i.transaction_id}
-    rows = _stored(account=account, ids=ids)
     by_id = {t.transaction_id: t for t in rows if t.transaction_id and t.transaction_id in ids}
     loose: dict[str, list[Transaction]] = defaultdict(list)  # pending rows, and booked rows without an id
     for row in rows:
@@ -378,15 +366,51 @@ def store_locked(
         and row.pk not in touched
         and (row.booking_date is None or row.booking_date >= window.date_from)
     ]
+    return _Plan(created=created, changed=list(changed.values()), stale=stale)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A complete read of one account's ``window`` (every page), to store."""
+
+    account: BankAccount
+    items: list[Item]
+    window: SyncWindow
+
+
+def store_transactions(*, entries: Iterable[Entry], now: datetime) -> dict[int, SyncResult]:
+    """Upsert complete reads of several accounts, in a few statements whatever their number: one read of the
+    stored rows, then one delete, one insert and one update at most. Inside the caller's transaction, which has
+    locked the accounts' rows and moved their cursors (:func:`cursor_fields`) in it, so that two syncs of one
+    account do not interleave and a failure leaves the cursors where they were."""
+    entries = list(entries)
+    if not entries:
+        return {}
+    ids = {i.transaction_id for e in entries for i in e.items if i.transaction_id}
+    by_account: dict[int, list[Transaction]] = defaultdict(list)
+    for row in _stored(account_ids=[e.account.pk for e in entries], ids=ids):
+        by_account[row.account_id].append(row)
+    results: dict[int, SyncResult] = {}
+    created: list[Transaction] = []
+    changed: list[Transaction] = []
+    stale: list[int] = []
+    for entry in entries:
+        plan = _plan(
+            account=entry.account,
+            items=entry.items,
+            rows=by_account[entry.account.pk],
+            window=entry.window,
+            now=now,
+        )
+        created += plan.created
+        changed += plan.changed
+        stale += plan.stale
+        results[entry.account.pk] = SyncResult(
+            new=len(plan.created), updated=len(plan.changed), removed=len(plan.stale)
+        )
     if stale:
         Transaction.objects.filter(pk__in=stale).delete()
     Transaction.objects.bulk_create(created)
     if changed:
-        Transaction.objects.bulk_update(list(changed.values()), [*_COMPARED, "updated_at"])
-    account.transactions_synced_to = window.date_to
-    account.transactions_refreshed_at = now
-    for name, value in (updates or {}).items():
-        setattr(account, name, value)
-    # Computed by the database: read again (from the row) when next used.
-    account.__dict__.pop("transactions_synced_from", None)
-    return SyncResult(new=len(created), updated=len(changed), removed=len(stale))
+        Transaction.objects.bulk_update(changed, [*_COMPARED, "updated_at"])
+    return results

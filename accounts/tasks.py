@@ -27,13 +27,14 @@ def plan_refreshes() -> int:
 
 
 @shared_task(
-    name="accounts.refresh_account",
+    name="accounts.refresh_accounts",
     ignore_result=True,
     acks_late=True,
     reject_on_worker_lost=True,
 )
-def refresh_account(account_id: int, planned_at: str) -> bool:
-    """One planned unattended refresh of one account (ids only in the message). Safe to deliver twice: the
-    second delivery finds the planned refresh done in the ledger and calls nothing."""
-    outcome = refresh_due(account_id=account_id, planned_at=datetime.fromisoformat(planned_at))
-    return outcome.ok
+def refresh_accounts(account_ids: list[int], planned_at: str) -> int:
+    """One planned unattended refresh of a few accounts (ids only in the message). Safe to deliver twice: the
+    second delivery finds each planned refresh done in the ledger and calls nothing. Returns how many were
+    refreshed."""
+    outcomes = refresh_due(account_ids=account_ids, planned_at=datetime.fromisoformat(planned_at))
+    return sum(outcome.ok for outcome in outcomes.values())

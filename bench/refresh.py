@@ -13,14 +13,15 @@ way (each account costs the same two calls and one short transaction).
   customer through the bank's SCA screens, all accounts ticked (a PSU-ID each);
 - in the portal, seeded directly: a user, one active connection per customer, the accounts, all due now.
 
-Measured: the planner (``accounts.refresh.refresh_plan``) claims every due account and hands its task to W worker
-processes, which run the task's work (``accounts.refresh.refresh_due``: the ledger reservation, the unattended
-balances read, the transaction pages, the storing, the audit rows); the clock stops when the last account is
-done. Reported: accounts/s (goal >= 100), unattended bank calls per account, database queries per account
-(counted in the workers), and the CPU time each side spent per account in the cycle: each of the bank's gunicorn
-worker processes, each refresh worker, the planner. The bank's keep-alive connections stay with the gunicorn
-worker that accepted them, so in some runs one bank process serves both refresh workers (one core, its threads
-contending) and in others each has its own: the per-process figures show which, and the rate differs with it.
+Measured: the planner (``accounts.refresh.refresh_plan``) claims every due account and hands its tasks (a batch of
+accounts each) to W worker processes, which run the task's work (``accounts.refresh.refresh_due``: the ledger
+reservation, the unattended balances read, the transaction pages, the storing, the audit rows); the clock stops
+when the last account is done. Reported: accounts/s (goal >= 100), unattended bank calls per account, database
+queries per account (counted in the workers), and the CPU time each side spent per account in the cycle: each of
+the bank's gunicorn worker processes, each refresh worker, the planner. The bank's keep-alive connections stay with
+the gunicorn worker that accepted them, so in some runs one bank process serves both refresh workers (one core, its
+threads contending) and in others each has its own: the per-process figures show which, and the rate differs with
+it.
 Baseline in the same run: W processes reading the same two resources per account with the bare xs2a client (no
 database, no ledger, no audit), unattended as in the cycle (the second such read of the day for each account,
 within the bank's allowance), so that the bank does the same counting work.
@@ -170,7 +171,7 @@ def portal_accounts_setup(consents: list[tuple[str, list[str]]]) -> list[int]:
 
 
 def _worker(queue, results) -> None:
-    """A worker process: the refresh task's work for each account id it is handed; queries counted."""
+    """A worker process: the refresh task's work for each batch of account ids it is handed; queries counted."""
     from datetime import datetime
 
     from django.db import connection
@@ -191,13 +192,13 @@ def _worker(queue, results) -> None:
             job = queue.get()
             if job is None:
                 break
-            pk, planned = job
-            outcome = refresh_due(account_id=pk, planned_at=datetime.fromisoformat(planned))
-            if outcome.ok:
-                done += 1
-            else:
-                failed += 1
-                messages[outcome.message] = messages.get(outcome.message, 0) + 1
+            pks, planned = job
+            for outcome in refresh_due(account_ids=pks, planned_at=datetime.fromisoformat(planned)).values():
+                if outcome.ok:
+                    done += 1
+                else:
+                    failed += 1
+                    messages[outcome.message] = messages.get(outcome.message, 0) + 1
     connection.close()
     results.put((done, failed, counted["queries"], messages, _cpu(os.getpid()) - cpu_started))
 
@@ -225,7 +226,7 @@ def _cycle(workers: int, bank_pids: list[int]) -> tuple[float, int, int, int, di
     bank_started = [_cpu(pid) for pid in bank_pids]
     planner_started = _cpu(os.getpid())
     started = time.perf_counter()
-    planned = refresh_plan(enqueue=lambda pk, at: queue.put((pk, at.isoformat())))
+    planned = refresh_plan(enqueue=lambda pks, at: queue.put((pks, at.isoformat())))
     for _ in processes:
         queue.put(None)
     collected = [results.get() for _ in processes]

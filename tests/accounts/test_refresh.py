@@ -152,17 +152,17 @@ def test_unattended_calls_are_audited_without_psu_presence(bank, account, settin
 def test_a_task_delivered_twice_refreshes_once(bank, account):
     planned = timezone.now().isoformat()
 
-    tasks.refresh_account(account.pk, planned)
-    tasks.refresh_account(account.pk, planned)
+    assert tasks.refresh_accounts([account.pk], planned) == 1
+    assert tasks.refresh_accounts([account.pk], planned) == 1  # done already: nothing called
 
     assert bank.calls() == 2 and RefreshCall.objects.count() == 2
     # The next planned time is a new refresh.
-    tasks.refresh_account(account.pk, (timezone.now() + timedelta(seconds=1)).isoformat())
+    tasks.refresh_accounts([account.pk], (timezone.now() + timedelta(seconds=1)).isoformat())
     assert bank.calls() == 4
 
 
-def test_refresh_account_task_is_late_acknowledged():
-    assert tasks.refresh_account.acks_late is True and tasks.refresh_account.reject_on_worker_lost is True
+def test_refresh_accounts_task_is_late_acknowledged():
+    assert tasks.refresh_accounts.acks_late is True and tasks.refresh_accounts.reject_on_worker_lost is True
 
 
 def test_a_stale_or_unknown_account_is_not_read(bank, alice):
@@ -183,7 +183,9 @@ def test_a_stale_or_unknown_account_is_not_read(bank, alice):
 
 def _plan(now=None):
     enqueued: list[tuple[int, object]] = []
-    count = refresh.refresh_plan(now=now, enqueue=lambda pk, at: enqueued.append((pk, at)), rng=random.Random(7))
+    count = refresh.refresh_plan(
+        now=now, enqueue=lambda pks, at: enqueued.extend((pk, at) for pk in pks), rng=random.Random(7)
+    )
     return count, enqueued
 
 
@@ -249,8 +251,8 @@ def test_planned_refreshes_every_six_hours_fit_the_allowance_for_days(
     bank.now = lambda: clock["now"]
     outcomes = []
 
-    def run(pk, planned):
-        outcomes.append(refresh.refresh_due(account_id=pk, planned_at=planned))
+    def run(pks, planned):
+        outcomes.extend(refresh.refresh_due(account_ids=pks, planned_at=planned).values())
 
     for step in range(0, 36 * 12):
         clock["now"] = start + timedelta(minutes=5 * step)
@@ -277,7 +279,7 @@ def test_two_planners_at_once_enqueue_each_account_once():
         try:
             refresh.refresh_plan(
                 now=now,
-                enqueue=lambda pk, at: (lock.acquire(), enqueued.append(pk), lock.release()),
+                enqueue=lambda pks, at: (lock.acquire(), enqueued.extend(pks), lock.release()),
                 rng=random.Random(seed),
             )
         finally:
@@ -325,7 +327,9 @@ def test_the_beat_schedule_plans_refreshes_and_expires_consents(settings):
     assert {"accounts.plan_refreshes", "connections.expire_consents"} <= tasks_scheduled
     from tpp_portal.celery import app
 
-    assert {"accounts.plan_refreshes", "accounts.refresh_account", "connections.expire_consents"} <= set(app.tasks)
+    assert {"accounts.plan_refreshes", "accounts.refresh_accounts", "connections.expire_consents"} <= set(
+        app.tasks
+    )
 
 
 # --- "Refresh now" on the accounts overview ---------------------------------------------------------------
@@ -360,11 +364,11 @@ def test_the_planner_sends_ids_only_to_the_task(alice, monkeypatch, django_captu
     now = timezone.now()
     due = BankAccountFactory(connection__user=alice, next_refresh_at=now - timedelta(seconds=1))
     sent = []
-    monkeypatch.setattr(tasks.refresh_account, "delay", lambda *args: sent.append(args))
+    monkeypatch.setattr(tasks.refresh_accounts, "delay", lambda *args: sent.append(args))
 
     with django_capture_on_commit_callbacks(execute=True):
         assert tasks.plan_refreshes() == 1
 
-    ((account_id, planned),) = sent
-    assert account_id == due.pk and isinstance(planned, str)
+    ((account_ids, planned),) = sent
+    assert account_ids == [due.pk] and isinstance(planned, str)
     assert abs(datetime.fromisoformat(planned) - now) < timedelta(seconds=30)

@@ -1,6 +1,7 @@
 """The background refresh's statements, all through the ORM (no hand-written SQL): the claim that locks and reads
-every portal account on a bank account with its connection in one statement, the ledger, the cursor that keeps
-the stored history contiguous, the read of the stored rows, and the number of statements one refresh takes."""
+every portal account on the refreshed bank accounts with its connection in one statement, the ledger, the cursor
+that keeps the stored history contiguous, the read of the stored rows, and the statements a refresh takes: the
+same few for one account as for twenty."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def test_the_claim_reads_every_account_on_the_bank_account_with_its_connection(a
     BankAccountFactory(connection__user=bob, resource_id="shared!!res=", kind="card")  # another kind
 
     with transaction.atomic():
-        locked = refresh._locked_with_connections(mine.pk)
+        locked = refresh._locked_with_connections([mine.pk])
 
     assert [a.pk for a in locked] == sorted([mine.pk, theirs.pk])
     for account in locked:
@@ -54,7 +55,7 @@ def test_the_claim_reads_every_account_on_the_bank_account_with_its_connection(a
 
 def test_the_claim_of_an_account_that_is_gone_reads_nothing(db):
     with transaction.atomic():
-        assert refresh._locked_with_connections(987_654) == []
+        assert refresh._locked_with_connections([987_654]) == []
 
 
 def test_the_ledger_rows_are_read_back_by_the_ledger(alice):
@@ -72,7 +73,8 @@ def test_the_ledger_rows_are_read_back_by_the_ledger(alice):
         refresh.reserve(account=account, kinds=(RefreshKind.BALANCES,), now=at, not_since=at)
 
 
-def test_one_unattended_refresh_takes_eight_statements(alice, monkeypatch):
+def _statements(alice, monkeypatch, accounts: int) -> list[tuple[str, str]]:
+    """The statements of one unattended refresh of ``accounts`` accounts (one task's batch), by kind and table."""
     from django.contrib.contenttypes.models import ContentType
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -81,29 +83,37 @@ def test_one_unattended_refresh_takes_eight_statements(alice, monkeypatch):
 
     bank = FakeBank()
     monkeypatch.setattr(refresh, "unattended_client", lambda: bank)
-    account = BankAccountFactory(connection__user=alice)
+    batch = [BankAccountFactory(connection__user=alice) for _ in range(accounts)]
     bank.booked = [booked("B1", "-1.00", timezone.now().date())]
     ContentType.objects.get_for_model(BankAccount)  # cached, as in a running worker
 
     with CaptureQueriesContext(connection) as captured:
-        outcome = refresh.account_refresh(account_id=account.pk)
+        outcomes = refresh.refresh_due(account_ids=[a.pk for a in batch], planned_at=timezone.now())
 
-    assert outcome.ok, outcome.message
+    assert all(o.ok for o in outcomes.values()) and len(outcomes) == accounts
+    assert bank.calls() == 2 * accounts and Transaction.objects.filter(account__in=batch).count() == accounts
     statements = [q["sql"] for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]]
-    tables = [(sql.split()[0], next(w for w in sql.split() if w.startswith('"'))) for sql in statements]
-    assert tables == [
-        ("SELECT", '"accounts_bankaccount"."id",'),  # the claim: the accounts locked, with their connections
-        ("SELECT", '"accounts_refreshcall"."account_id"'),  # the ledger
-        ("INSERT", '"accounts_refreshcall"'),  # the reserved calls
-        ("UPDATE", '"accounts_bankaccount"'),  # the cursor (locks the row first)
-        ("SELECT", '"accounts_transaction"."id",'),  # the stored rows the answer names
-        ("INSERT", '"accounts_transaction"'),
-        ("INSERT", '"accounts_balancesnapshot"'),
-        ("INSERT", '"tpp_portal_bankcall"'),  # both calls' audit rows, with the answer
-    ]
     if connection.features.has_select_for_update_of:
         assert 'FOR UPDATE OF "accounts_bankaccount"' in statements[0]
     assert "JOIN" in statements[0]
+    return [(sql.split()[0], next(w for w in sql.split() if w.startswith('"'))) for sql in statements]
+
+
+def test_an_unattended_refresh_takes_the_same_few_statements_for_one_account_or_twenty(alice, monkeypatch):
+    one = _statements(alice, monkeypatch, 1)
+
+    assert one == [
+        ("SELECT", '"accounts_bankaccount"."id",'),  # the claim: the accounts locked, with their connections
+        ("SELECT", '"accounts_refreshcall"."account_id"'),  # the ledger
+        ("INSERT", '"accounts_refreshcall"'),  # the reserved calls
+        ("SELECT", '"accounts_bankaccount"."id"'),  # the answers' accounts locked, by pk
+        ("UPDATE", '"accounts_bankaccount"'),  # refresh times and cursors
+        ("SELECT", '"accounts_transaction"."id",'),  # the stored rows the answers name
+        ("INSERT", '"accounts_transaction"'),
+        ("INSERT", '"accounts_balancesnapshot"'),
+        ("INSERT", '"tpp_portal_bankcall"'),  # every call's audit row, with the answers
+    ]
+    assert _statements(alice, monkeypatch, 20) == one
 
 
 def test_the_stored_rows_read_are_those_the_answer_names_and_every_pending_row(alice):
@@ -133,13 +143,13 @@ def test_the_stored_rows_read_are_those_the_answer_names_and_every_pending_row(a
         account=other, status=TransactionStatus.PENDING, amount=Decimal("1"), transaction_id="P1", **common
     )
 
-    rows = sync._stored(account=account, ids={"B1", "unknown"})
+    rows = sync._stored(account_ids=[account.pk], ids={"B1", "unknown"})
 
     assert [r.pk for r in rows] == [named.pk, pending.pk, without_id.pk]
     for row in rows:
         assert _values(row) == _values(Transaction.objects.get(pk=row.pk))
     assert rows[0].raw["nested"] == {"æøå": [1, 2]} and rows[0].amount == Decimal("-10.12345")
-    assert [r.pk for r in sync._stored(account=account, ids=set())] == [pending.pk, without_id.pk]
+    assert [r.pk for r in sync._stored(account_ids=[account.pk], ids=set())] == [pending.pk, without_id.pk]
 
 
 @pytest.mark.parametrize(
@@ -158,7 +168,9 @@ def test_the_cursor_statement_keeps_the_stored_history_contiguous(alice, synced,
     window = sync.SyncWindow(date_from=read_from, date_to=date(2026, 11, 23))
 
     with transaction.atomic():
-        moved = sync._move_cursor(account=account, window=window, now=now, updates={"balances_refreshed_at": now})
+        moved = BankAccount.objects.filter(pk=account.pk).update(
+            balances_refreshed_at=now, **sync.cursor_fields(window=window, now=now)
+        )
 
     assert moved == 1
     account.refresh_from_db()

@@ -446,10 +446,10 @@ result = {"ok": outcome.ok, "message": outcome.message, "calls": outcome.calls}
 
 _REFRESH_TWICE = """
 from django.utils import timezone
-from accounts.tasks import refresh_account
+from accounts.tasks import refresh_accounts
 planned = timezone.now().isoformat()
-refresh_account.delay(params["id"], planned)
-refresh_account.delay(params["id"], planned)
+refresh_accounts.delay([params["id"]], planned)
+refresh_accounts.delay([params["id"]], planned)
 """
 
 
@@ -500,7 +500,7 @@ def test_a_refresh_task_delivered_twice_calls_the_bank_once(product):
     worker_log = len(product.log_text("worker"))
     product.proxy.inject(Fault(delay=1, forward=True, match=match))
     product.django(_REFRESH_TWICE, id=pk)
-    done = re.compile(r"accounts\.refresh_account\[[^\]]+\] succeeded")
+    done = re.compile(r"accounts\.refresh_accounts\[[^\]]+\] succeeded")
     wait_until(
         lambda: len(done.findall(product.log_text("worker")[worker_log:])) >= 2,
         timeout=60,
@@ -519,9 +519,9 @@ def test_a_refresh_task_delivered_twice_calls_the_bank_once(product):
 _REFRESH_PLANNED = """
 from datetime import datetime
 from django.utils import timezone
-from accounts.tasks import refresh_account
+from accounts.tasks import refresh_accounts
 planned = params["planned"] or timezone.now().isoformat()
-refresh_account.delay(params["id"], planned)
+refresh_accounts.delay([params["id"]], planned)
 result = planned
 """
 
@@ -551,7 +551,7 @@ def test_a_worker_killed_in_the_middle_of_a_refresh_does_not_refresh_twice(produ
     assert reserved >= 1
     worker_log = len(product.log_text("worker"))
     product.django(_REFRESH_PLANNED, id=pk, planned=planned)
-    done = re.compile(r"accounts\.refresh_account\[[^\]]+\] succeeded")
+    done = re.compile(r"accounts\.refresh_accounts\[[^\]]+\] succeeded")
     wait_until(lambda: done.search(product.log_text("worker")[worker_log:]), timeout=60, message="redelivered")
     assert ledger(product, pk) - before_ledger == reserved
     assert len([s for s in product.proxy.requests(match) if not s.fault]) == before_calls
