@@ -18,7 +18,7 @@ production and CI; created and dropped by the run), else a temporary SQLite file
 sync and the portal's two commits per initiation (the claim; the answer with its events and audit row)
 dominate.
 
-The overhead ratio is the portal's time per initiation over the direct call's (goal < 1.3), taken in each round
+The overhead ratio is the portal's time per initiation over the direct call's, taken in each round
 (the two sides measured one right after the other, so both see the same machine and bank) and reported as the
 median of the rounds' ratios: on a shared machine the direct call's own time moved between 11 and 19 ms from
 round to round in one run, and a ratio of two medians taken from different moments carries that drift. Beside
@@ -26,6 +26,10 @@ it, the CPU time of this process per initiation on each side (the bank's is in i
 machine it moves less than wall time, so it shows what a change to the portal's path saves. Each payment has
 its own amount, so the bank's logical-duplicate check never refuses one. Client and bank share the machine's
 cores: both sides pay the same bank time, so the ratio shows what the portal adds.
+
+Goals: at most 1.5x on loopback (a bank answering in a few milliseconds), at most 1.05x with the sandbox bank
+answering in 150 ms, as a real bank does (``BANK_SIM_LATENCY_MS=150 python -m bench.payments_initiation``: the
+bank adds that delay to every answer, the figure is reported under its own name).
 """
 
 from __future__ import annotations
@@ -54,7 +58,9 @@ PRIVATE_1 = "13039319955"
 ROUNDS = 15
 PER_ROUND = 40  # initiations per side and round
 WARM_UP = 10  # per side, before the measured rounds
-GOAL_OVERHEAD = 1.3
+#: The bank's added delay (milliseconds) the run was started with, and the overhead goal that goes with it.
+LATENCY_MS = int(os.environ.get("BANK_SIM_LATENCY_MS") or 0)
+GOAL_OVERHEAD = 1.05 if LATENCY_MS >= 100 else 1.5
 
 
 def main() -> None:
@@ -148,9 +154,10 @@ def _measure(tmp: Path, presence) -> None:
         f"{ROUNDS} rounds of {PER_ROUND}; {failures} not initiated)"
     )
     print(f"direct signed initiations (xs2a client alone): {1 / baseline:.1f} /s ({baseline * 1000:.1f} ms each)")
-    met = "met" if overhead < GOAL_OVERHEAD else "NOT met"
+    met = "met" if overhead <= GOAL_OVERHEAD else "NOT met"
     print(
-        f"portal overhead: {overhead:.3f}x, median of the {ROUNDS} rounds' ratios (goal < {GOAL_OVERHEAD}): "
+        f"portal overhead: {overhead:.3f}x, median of the {ROUNDS} rounds' ratios (goal <= {GOAL_OVERHEAD}, bank "
+        f"latency {LATENCY_MS} ms): "
         f"{met}; rounds from {min(ratios):.3f}x to {max(ratios):.3f}x; "
         f"ratio of the medians {portal / baseline:.3f}x"
     )
@@ -162,7 +169,7 @@ def _measure(tmp: Path, presence) -> None:
     )
     results = [
         {
-            "figure": "payment initiations per second through the portal",
+            "figure": f"payment initiations per second through the portal, bank latency {LATENCY_MS} ms",
             "value": round(1 / portal, 2),
             "unit": "/s",
             "goal": None,
@@ -171,7 +178,8 @@ def _measure(tmp: Path, presence) -> None:
             "ratio": round(baseline / portal, 3),
         },
         {
-            "figure": "portal overhead on payment initiation (time vs direct signed call)",
+            "figure": "portal overhead on payment initiation (time vs direct signed call), bank latency "
+            f"{LATENCY_MS} ms",
             "value": round(overhead, 3),
             "unit": "x",
             "goal": GOAL_OVERHEAD,

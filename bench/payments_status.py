@@ -182,7 +182,7 @@ def main() -> None:
             kwargs = {"user": user, "connection": connection, "debtor": debtor, "presence": presence}
             started = time.perf_counter()
             portal = _run("portal (batch-aware)", amounts=amounts, **kwargs)
-            settings.PAYMENT_STATUS_BATCH_TIMES_UTC = ()
+            settings.BANK_BATCH_TIMES = ()
             settings.PAYMENT_POLL_MIN_INTERVAL = BASELINE_INTERVAL
             settings.PAYMENT_POLL_MAX_INTERVAL = BASELINE_INTERVAL
             settings.PAYMENT_POLL_SIGNERS_WINDOW = timedelta(days=7)

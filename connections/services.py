@@ -52,7 +52,14 @@ from connections.models import (
 )
 from tpp_portal.bank import bank_audit_context, bank_client
 from xs2a import models as bank_models
-from xs2a.errors import AccessExceededError, ConsentError, ScaRequiredError, Xs2aError
+from xs2a.errors import (
+    AccessExceededError,
+    ConsentDeletionNotOfferedError,
+    ConsentError,
+    ConsentUnknownError,
+    ScaRequiredError,
+    Xs2aError,
+)
 from xs2a.psu import PsuContext
 
 logger = logging.getLogger(__name__)
@@ -609,17 +616,60 @@ def bank_problem(*, connection: BankConnection, error: Xs2aError, actor: Any) ->
 # --- disconnecting -----------------------------------------------------------------------------------------
 
 
-def connection_disconnect(*, connection: BankConnection, actor: Any) -> BankConnection:
-    """Remove the connection's PSU identifiers and what other apps kept for it (accounts, balances); keep its
-    timeline. The PSU-ID stays bound to the user (``PsuBinding``)."""
+class ConsentEnd:
+    """What became of the consent at the bank when a connection was removed."""
+
+    ENDED = "ended"  # the bank ended it (or no longer knew it)
+    NOT_OFFERED = "not_offered"  # the bank offers no way for the TPP to end it: the PSU ends it at the bank
+    UNAVAILABLE = "unavailable"  # the bank did not answer as it should: the consent may still be alive
+    NONE = "none"  # nothing to end (a payments-only connection, or none was given)
+
+
+def _consent_end(*, connection: BankConnection, actor: Any, presence: PsuContext) -> str:
+    """Ask the bank to end the connection's consent (DELETE /v1/bank-offered-consents), the PSU present."""
+    if (
+        connection.access != ConnectionAccess.ACCOUNTS
+        or not connection.psu_id
+        or connection.consent_valid_until is None
+    ):
+        return ConsentEnd.NONE
+    psu = dataclasses.replace(ais_psu(connection, presence), context=connection.context, tpp_session_id=None)
+    try:
+        with bank_audit_context(user=actor, obj=connection):
+            bank_client().consents.delete(psu=psu)
+    except ConsentDeletionNotOfferedError:
+        return ConsentEnd.NOT_OFFERED
+    except ConsentUnknownError:
+        return ConsentEnd.ENDED  # revoked at the bank already, or expired
+    except Xs2aError as exc:
+        logger.warning(
+            "consent not ended at the bank", extra={"connection_id": connection.pk, "error": type(exc).__name__}
+        )
+        return ConsentEnd.UNAVAILABLE
+    return ConsentEnd.ENDED
+
+
+_DISCONNECT_REASONS = {
+    ConsentEnd.ENDED: "disconnected by the user; the bank ended the consent",
+    ConsentEnd.NOT_OFFERED: "disconnected by the user; the bank offers no way to end the consent from here",
+    ConsentEnd.UNAVAILABLE: "disconnected by the user; the bank could not be asked to end the consent",
+    ConsentEnd.NONE: "disconnected by the user",
+}
+
+
+def connection_disconnect(*, connection: BankConnection, actor: Any, presence: PsuContext) -> str:
+    """End the connection's consent at the bank where the bank allows it, then remove the connection's PSU
+    identifiers and what other apps kept for it (accounts, balances); keep its timeline. The PSU-ID stays bound to
+    the user (``PsuBinding``). Returns what became of the consent (``ConsentEnd``), for the user to be told."""
+    ended = _consent_end(connection=connection, actor=actor, presence=presence)
     with transaction.atomic():
         plugins.connection_ended(connection=connection)
         ScaState.objects.filter(connection=connection, used_at__isnull=True).update(used_at=timezone.now())
-        return connection_transition(
+        connection_transition(
             connection=connection,
             to=S.DISCONNECTED,
             actor=actor,
-            reason="disconnected by the user",
+            reason=_DISCONNECT_REASONS[ended],
             fields={
                 "psu_id": "",
                 "psu_id_hash": "",
@@ -629,6 +679,7 @@ def connection_disconnect(*, connection: BankConnection, actor: Any) -> BankConn
                 "accounts_fetched_at": None,
             },
         )
+    return ended
 
 
 # --- consent expiry ----------------------------------------------------------------------------------------

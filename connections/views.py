@@ -168,8 +168,28 @@ def reconnect(request, pk):
 def disconnect(request, pk):
     connection = selectors.connection_for(user=request.user, pk=pk)
     if request.method == "POST":
-        services.connection_disconnect(connection=connection, actor=request.user)
+        ended = services.connection_disconnect(
+            connection=connection, actor=request.user, presence=psu_presence(request)
+        )
         messages.success(request, _("The connection is removed, with its accounts and balances."))
+        if ended == services.ConsentEnd.ENDED:
+            messages.info(request, _("Your bank has ended the consent you gave this portal."))
+        elif ended == services.ConsentEnd.NOT_OFFERED:
+            messages.warning(
+                request,
+                _(
+                    "Your bank does not let us end the consent from here. To end it, revoke it directly with your "
+                    "bank (in its online bank or app)."
+                ),
+            )
+        elif ended == services.ConsentEnd.UNAVAILABLE:
+            messages.warning(
+                request,
+                _(
+                    "Your bank did not answer when we asked it to end the consent, so it may still be valid "
+                    "there. Revoke it directly with your bank (in its online bank or app)."
+                ),
+            )
         return redirect("bank-connections")
     return render(request, "connections/disconnect.html", {"connection": connection})
 

@@ -128,12 +128,14 @@ def running_bank(
     workers: int | None = None,
     threads: int | None = None,
     access_log: bool = False,
+    settings: dict[str, str] | None = None,
 ) -> Iterator[RunningBank]:
     """The sandbox bank running on a free loopback port, with its database and log in ``directory``.
 
     ``workers``/``threads``: gunicorn's (default: BANK_SIM_WORKERS/BANK_SIM_THREADS as the environment has
     them, else gunicorn.conf.py's defaults). ``access_log``: keep gunicorn.conf.py's access log (one line a
     request in the log file, as in production) or leave it out (a short log to read when something fails).
+    ``settings``: further BANK_SIM_* variables (a behaviour the specification leaves open, say).
     The environment is the current one, with the bank's database, address and settings module set.
     """
     directory = Path(directory)
@@ -147,6 +149,7 @@ def running_bank(
         "BANK_SIM_BIND": f"127.0.0.1:{port}",
         "PORT": str(port),
         "DJANGO_SETTINGS_MODULE": "bank_simulator.settings",
+        **(settings or {}),
     }
     if workers is not None:
         env["BANK_SIM_WORKERS"] = str(workers)

@@ -102,6 +102,7 @@ class PaymentState(models.TextChoices):
     SUBMITTING = "submitting", _("Sending to the bank")
     OUTCOME_UNKNOWN = "outcome_unknown", _("Checking with the bank")
     REFUSED = "refused", _("Refused by the bank")
+    UNCONFIRMED = "unconfirmed", _("Sent; check with your bank")
     INITIATED = "initiated", _("Waiting for your approval")
     AUTHORISING = "authorising", _("Being approved at the bank")
     AWAITING_STATUS = "awaiting_status", _("Processing at the bank")

@@ -382,7 +382,8 @@ class StatusGroup:
     def query(group: str) -> Q:
         return {
             StatusGroup.IN_PROGRESS: ~Q(state__in=["final", "refused", "draft"]),
-            StatusGroup.NEEDS_ACTION: Q(state__in=["initiated", "outcome_unknown"]) | Q(transaction_status="PATC"),
+            StatusGroup.NEEDS_ACTION: Q(state__in=["initiated", "outcome_unknown", "unconfirmed"])
+            | Q(transaction_status="PATC"),
             StatusGroup.COMPLETED: Q(transaction_status__in=["ACSC", "ACCC"]),
             StatusGroup.NOT_COMPLETED: Q(transaction_status__in=["RJCT", "CANC"]) | Q(state="refused"),
         }[group]

@@ -22,7 +22,13 @@ from connections.models import BankConnection, PsuContextChoice, ScaState
 from connections.psu import psu_presence
 from connections.services import IdentityMismatch, ScaReturn, ScaStateRejected
 from payments import selectors
-from payments.forms import CrossBorderPaymentForm, DebtorAccountOption, DomesticPaymentForm, PaymentSubmitForm
+from payments.forms import (
+    CrossBorderPaymentForm,
+    DebtorAccountOption,
+    DomesticPaymentForm,
+    NotAtTheBankForm,
+    PaymentSubmitForm,
+)
 from payments.models import Payment, PaymentProduct, PaymentState
 from payments.selectors import payment_for_viewer, payment_owned
 from payments.services import authorisation, initiation, polling
@@ -42,7 +48,7 @@ def payment_page(payment: Payment) -> str:
         return reverse("payment-review", args=[payment.pk])
     if payment.state == PaymentState.REFUSED:
         return reverse("payment-edit", args=[payment.pk])
-    if payment.state in (PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN):
+    if payment.state in (PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN, PaymentState.UNCONFIRMED):
         return reverse("payment-reconcile", args=[payment.pk])
     return reverse("payment-detail", args=[payment.pk])
 
@@ -288,10 +294,17 @@ def payment_approve(request, pk):
 @require_http_methods(["GET", "POST"])
 def payment_reconcile(request, pk):
     """A payment whose answer from the bank was lost: what is known, and "Check now" (the same request is
-    replayed; the bank answers with the payment it made, or makes it once)."""
+    replayed; the bank answers with the payment it made, or makes it once). UNCONFIRMED (the bank refused the
+    replay): the user checks at the bank; only their explicit word that it is not there leads to a new payment,
+    made from the form again and reviewed (the bank still refuses it as a logical duplicate of an existing one)."""
     payment = payment_owned(user=request.user, pk=pk)
-    if payment.state not in (PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN):
+    if payment.state not in (PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN, PaymentState.UNCONFIRMED):
         return redirect(payment_page(payment))
+    if payment.state == PaymentState.UNCONFIRMED:
+        form = NotAtTheBankForm(request.POST if request.method == "POST" else None)
+        if request.method == "POST" and form.is_valid():
+            return redirect("payment-edit", payment.pk)
+        return render(request, "payments/reconcile.html", {"payment": payment, "form": form})
     if request.method == "POST":  # the service refuses while another caller holds the payment
         outcome = initiation.payment_reconcile(
             payment_id=payment.pk, actor=request.user, presence=psu_presence(request)

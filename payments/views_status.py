@@ -22,8 +22,9 @@ from payments import selectors
 from payments.forms_list import PaymentListFilterForm
 from payments.models import Payment, PaymentState
 from payments.services import cancellation
+from payments.services.initiation import UNCONFIRMED_MESSAGE
 from payments.services.polling import payment_poll
-from payments.status import status_text
+from payments.status import StatusText, status_text
 from tpp_portal import csvsafe
 from tpp_portal.csvsafe import amount_cell, text_cell
 from tpp_portal.templatetags.portal_format import money
@@ -43,6 +44,10 @@ def _when(moment) -> str:
 def _context(request, payment: Payment) -> dict:
     user = request.user
     status = status_text(payment.transaction_status, payment.funds_available)
+    if payment.state == PaymentState.UNCONFIRMED:  # no bank status to show: the bank did not confirm the payment
+        status = StatusText(
+            code="", label=payment.get_state_display(), meaning=str(UNCONFIRMED_MESSAGE), tone="warn"
+        )
     return {
         "payment": payment,
         "status": status,
@@ -52,7 +57,8 @@ def _context(request, payment: Payment) -> dict:
         "signatures": selectors.signatures(payment),
         "timeline": selectors.timeline(payment),
         "insufficient_funds": payment.transaction_status == "ACCP" and payment.funds_available is False,
-        "live": not payment.is_final and payment.state not in (PaymentState.DRAFT, PaymentState.REFUSED),
+        "live": not payment.is_final
+        and payment.state not in (PaymentState.DRAFT, PaymentState.REFUSED, PaymentState.UNCONFIRMED),
         "page_url": request.build_absolute_uri(reverse("payment-detail", args=[payment.pk])),
     }
 

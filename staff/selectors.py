@@ -22,6 +22,7 @@ from tpp_portal.models import BankCall
 PAYMENT_WAITING_STATES = (
     PaymentState.SUBMITTING,
     PaymentState.OUTCOME_UNKNOWN,
+    PaymentState.UNCONFIRMED,
     PaymentState.INITIATED,
     PaymentState.AUTHORISING,
     PaymentState.AWAITING_STATUS,

@@ -757,11 +757,13 @@ def whole_product(
     bank_timeout: float = 3.0,
     worker_concurrency: int = 1,
     extra_env: dict[str, str] | None = None,
+    bank_settings: dict[str, str] | None = None,
 ) -> Iterator[Product]:
     """Start the whole product in ``directory`` (see the module's doc). ``redis``: "own" (a redis-server of its
     own: isolated, restartable), "env" (REDIS_URL as this process has it, shared with it; else the filesystem
     broker) or "none" (the filesystem broker in its VAR_DIR).
-    ``bank_timeout``: the portal's BANK_TIMEOUT (short, so that a slow bank is slow beyond it quickly)."""
+    ``bank_timeout``: the portal's BANK_TIMEOUT (short, so that a slow bank is slow beyond it quickly).
+    ``bank_settings``: BANK_SIM_* variables of the sandbox bank (a behaviour where the specification is silent)."""
     directory = Path(directory)
     var_dir = directory / "var"
     var_dir.mkdir(parents=True, exist_ok=True)
@@ -777,7 +779,9 @@ def whole_product(
         else:
             redis_url = None
         (directory / "bank").mkdir(exist_ok=True)
-        bank = stack.enter_context(running_bank(directory / "bank", workers=bank_workers, threads=4))
+        bank = stack.enter_context(
+            running_bank(directory / "bank", workers=bank_workers, threads=4, settings=bank_settings)
+        )
         proxy = FaultProxy(("127.0.0.1", bank.port)).start()
         stack.callback(proxy.close)
         db = stack.enter_context(PortalDatabase.create(var_dir, os.environ.get("DATABASE_URL")))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from datetime import time as dt_time
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -259,9 +260,33 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": crontab(minute=20, hour=5),
     },
 }
-# Payment status polling (payments/services/polling.py). The bank's batches (spec 8: five a day) move a payment on;
-# the status is read shortly after each, never more than PAYMENT_POLL_MAX_INTERVAL apart.
-PAYMENT_STATUS_BATCH_TIMES_UTC = ("05:00", "08:00", "11:00", "13:00", "15:00")
+# --- payment status polling (payments/services/polling.py) --------------------------------------------------
+# The bank's batches move a payment on (the sandbox bank: five a day); their times are the bank's configuration,
+# not the portal's guess. Known: the status is read shortly after each batch, overnight at least every
+# PAYMENT_POLL_BATCH_MAX_WAIT. Unknown (empty): the longer a status has not changed, the longer the wait, up to
+# PAYMENT_POLL_MAX_INTERVAL.
+_batch_times = env.list(
+    "BANK_BATCH_TIMES",
+    [],
+    help="the bank's payment batch times (UTC, HH:MM, comma-separated); empty: unknown, status polls back off",
+)
+try:
+    BANK_BATCH_TIMES = tuple(sorted(dt_time.fromisoformat(value) for value in _batch_times))
+except ValueError:
+    raise ImproperlyConfigured(
+        f"BANK_BATCH_TIMES: expected HH:MM times, comma-separated, got {_batch_times!r}"
+    ) from None
+PAYMENT_POLL_LEASE = timedelta(minutes=2)  # one poller per payment; longer than one status call with its retries
+PAYMENT_POLL_MIN_INTERVAL = timedelta(seconds=30)
+PAYMENT_POLL_MAX_INTERVAL = timedelta(hours=2)
+PAYMENT_POLL_BATCH_GRACE = timedelta(minutes=2)  # after a batch's slot, before its result is read
+PAYMENT_POLL_BATCH_MAX_WAIT = timedelta(hours=6)  # with batch times: the longest wait (overnight) between reads
+# RCVD/PATC (waiting for the PSU's approval or further signers) is read on a backoff from the start of the SCA
+# for this long: the bank's SCA session lasts an hour (spec 3); then polling stops until the next approval.
+PAYMENT_POLL_SIGNERS_WINDOW = timedelta(hours=2)
+# How long a submission's caller holds the payment before reconciliation takes over (None: longer than any
+# initiation call can last, from BANK_TIMEOUT; only the fault tests' faster clock sets it).
+PAYMENT_CALL_LEASE: timedelta | None = None
 
 # --- the bank --------------------------------------------------------------------------------------------
 _LOCAL_SANDBOX_BANK = "http://127.0.0.1:8001"  # `make bank`: the sandbox bank of this repository

@@ -26,7 +26,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from http.cookiejar import DefaultCookiePolicy
 from typing import Any, TypeVar
@@ -461,7 +461,10 @@ class Requester:
             outcome = self._attempt(call, attempt)
             self.auditor.record(call, attempt, outcome)
             if outcome.delay is not None:
-                self.sleep(outcome.delay)
+                # The retry is signed again with a new Date; Date counts whole seconds, and the bank refuses a
+                # Signature it has already seen (a replay): the next attempt goes in a later second.
+                next_second = outcome.started_at.replace(microsecond=0) + timedelta(seconds=1) - self.clock()
+                self.sleep(max(outcome.delay, next_second.total_seconds()))
                 continue
             if outcome.error is not None:
                 raise outcome.error

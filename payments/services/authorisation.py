@@ -13,7 +13,9 @@ import logging
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -141,12 +143,20 @@ def authorisation_start(*, payment: Payment, signer, session_key: str | None, pr
                 )
             raise AuthorisationNotStarted(text) from error
         started = timezone.now()
+        first_poll = started + settings.PAYMENT_POLL_MIN_INTERVAL
         with transaction.atomic():
             flush_audit()
             moved = Payment.objects.filter(pk=payment.pk, state=PaymentState.INITIATED).update(
                 state=PaymentState.AUTHORISING, updated_at=started
             )
-            PaymentEvent.objects.create(payment=payment, kind=PaymentEventKind.SCA_STARTED, actor=signer)
+            PaymentEvent.objects.create(
+                payment=payment, at=started, kind=PaymentEventKind.SCA_STARTED, actor=signer
+            )
+            # The status is read on a backoff from now until final or the SCA window passes: an approval made on
+            # another device, or whose redirect back never comes, is seen without it (payments.services.polling).
+            Payment.objects.filter(pk=payment.pk).filter(
+                Q(next_poll_at__isnull=True) | Q(next_poll_at__gt=first_poll)
+            ).update(next_poll_at=first_poll)
     if moved:  # what the UPDATE wrote, without reading the row back
         payment.state, payment.updated_at = PaymentState.AUTHORISING, started
     else:  # already past INITIATED (a further signer, a second try): the row as it is

@@ -30,6 +30,7 @@ from django.db import models, transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from connections.models import BankConnection, ConnectionState, PsuContextChoice
 from payments.instructions import BANK_PATH_TO_FIELD
@@ -57,6 +58,11 @@ RECONCILE_DELAYS = (
     timedelta(minutes=5),
     timedelta(minutes=15),
     timedelta(minutes=30),
+)
+#: What the user is told about an UNCONFIRMED payment.
+UNCONFIRMED_MESSAGE = gettext_lazy(
+    "The bank did not confirm whether it received this payment. Check your account at the bank before you try "
+    "again: it may have the payment already."
 )
 #: A reconciler holds the payment this long (a conditional UPDATE of reconcile_at claims it).
 RECONCILE_LEASE = timedelta(minutes=2)
@@ -232,7 +238,7 @@ def _call_lease(now: datetime) -> datetime:
     """Until when a caller holds a SUBMITTING payment (``reconcile_at``): longer than any one initiation call
     can last. After it, the caller is taken for dead (process killed) and reconciliation takes over."""
     timeout = float(settings.BANK_TIMEOUT)
-    lease = getattr(settings, "PAYMENT_CALL_LEASE", None)  # only the fault tests' faster clock sets it
+    lease = settings.PAYMENT_CALL_LEASE  # only the fault tests' faster clock sets it
     if lease is None:
         return now + max(RECONCILE_LEASE, timedelta(seconds=2 * timeout + 60))
     return now + max(lease, timedelta(seconds=2 * timeout))  # never shorter than a connect and a read
@@ -367,8 +373,14 @@ def _enqueue_reconcile(payment_pk: int, *, countdown: int | None = None) -> None
     transaction.on_commit(lambda: reconcile_payment.apply_async(args=[payment_pk], countdown=delay))
 
 
-def _send(payment: Payment, psu: PsuContext, *, actor) -> bank_models.PaymentInitiationResponse:
-    """The one initiation call (and its replays): the stored bytes, X-Request-ID and TPP-Session-ID."""
+def _send(
+    payment: Payment, psu: PsuContext, *, actor, replay: bool = False
+) -> bank_models.PaymentInitiationResponse:
+    """The one initiation call (and its replays): the stored bytes, X-Request-ID and TPP-Session-ID.
+
+    A replay never allows a logical duplicate: a bank that takes the repeated X-Request-ID for a new request then
+    refuses it when the first arrived, instead of making a second payment. (The specification promises nothing
+    about a repeated X-Request-ID: "identifier unique to the call".)"""
     body = json.loads(payment.body_json)
     with bank_audit_context(user=actor, obj=payment):
         return bank_client().payments.initiate(
@@ -376,9 +388,36 @@ def _send(payment: Payment, psu: PsuContext, *, actor) -> bank_models.PaymentIni
             psu=psu,
             product=payment.product,
             tpp_session_id=payment.tpp_session_id,
-            allow_logical_duplicate=payment.allow_logical_duplicate,
+            allow_logical_duplicate=False if replay else payment.allow_logical_duplicate,
             request_id=str(payment.request_id),
         )
+
+
+def _store_unconfirmed(payment: Payment, error: Xs2aError, *, actor, flush_audit) -> bool:
+    """The bank refused the replay of a request whose first answer was lost: it may have made the payment the
+    first time. SUBMITTING -> UNCONFIRMED, with the bank's messages; never REFUSED, never sent again by itself."""
+    now = timezone.now()
+    text = error.text or error.code or (f"HTTP {error.status}" if error.status else error.message)
+    with transaction.atomic():
+        flush_audit()
+        updated = Payment.objects.filter(pk=payment.pk, state=PaymentState.SUBMITTING).update(
+            state=PaymentState.UNCONFIRMED,
+            tpp_messages=_bank_messages(error),
+            psu_identity="",
+            initiation_psu="",
+            reconcile_at=None,
+            updated_at=now,
+        )
+        if updated == 1:
+            PaymentEvent.objects.create(
+                payment=payment,
+                at=now,
+                kind=PaymentEventKind.OUTCOME_UNKNOWN,
+                actor=actor,
+                detail=_("The bank refused the repeated request (%(text)s); it may have the payment already.")
+                % {"text": text[:300]},
+            )
+    return updated == 1
 
 
 def payment_submit(
@@ -595,7 +634,7 @@ def payment_reconcile(*, payment_id: int, actor=None, presence: PsuContext | Non
     later = now + RECONCILE_DELAYS[attempts] if attempts < len(RECONCILE_DELAYS) else None
     with bank_audit_deferred() as flush_audit:
         try:
-            answer = _send(payment, psu, actor=actor)
+            answer = _send(payment, psu, actor=actor, replay=True)
         except (*_ANSWER_LOST, TransportError) as e:
             _store_unknown(payment, later=later, detail="", actor=actor, flush_audit=flush_audit)
             logger.warning(
@@ -614,9 +653,15 @@ def payment_reconcile(*, payment_id: int, actor=None, presence: PsuContext | Non
                 state=PaymentState.OUTCOME_UNKNOWN, message=_("The bank did not answer yet; we will try again.")
             )
         except ClientError as error:
-            _store_refused(payment, error, actor=actor, flush_audit=flush_audit)
+            # Whether the first request arrived is still not known: a bank that refuses a repeated request
+            # (CONFLICT, a logical duplicate) may hold the payment. Never REFUSED, never sent again by itself.
+            logger.warning(
+                "payment reconciliation: the replay was refused",
+                extra={"payment_id": payment.pk, "error": type(error).__name__, "x_request_id": error.request_id},
+            )
+            _store_unconfirmed(payment, error, actor=actor, flush_audit=flush_audit)
             payment.refresh_from_db(fields=["state"])
-            return ReconcileOutcome(state=payment.state, message=error.text or error.code or "")
+            return ReconcileOutcome(state=payment.state, message=UNCONFIRMED_MESSAGE)
         except BaseException:
             _store_unknown(payment, later=later, detail="", actor=actor, flush_audit=flush_audit)
             raise

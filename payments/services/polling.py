@@ -14,13 +14,14 @@ one transaction (status, timeline event, next poll) only by the holder of the le
 When to poll next:
 
 * a final status (ACSC, RJCT, CANC): never again;
-* RCVD or PATC (approval, or a further signature, still missing): slowly, with backoff, for as long as the
-  bank's SCA may still be completed; the callback of the next approval calls ``poll_soon`` anyway;
+* RCVD or PATC (approval, or a further signature, still missing): from the start of each SCA, slowly, with
+  backoff, for as long as the bank's SCA may still be completed (``PAYMENT_POLL_SIGNERS_WINDOW``): a PSU who
+  approved on another device, or whose redirect back never came, is seen this way; the callback of an approval
+  calls ``poll_soon`` anyway;
 * a status the bank's batches move on (PDNG, ACTC, ACCP, ACSP ...): shortly after the bank's next batch
-  (``PAYMENT_STATUS_BATCH_TIMES_UTC``, spec 8: batches run five times a day), and overnight at least every
-  ``PAYMENT_POLL_BATCH_MAX_WAIT`` (the status may change asynchronously, spec 3 rule 1); without a batch
-  schedule, backoff: the longer the status has not changed, the longer the wait (up to
-  ``PAYMENT_POLL_MAX_INTERVAL``).
+  (``BANK_BATCH_TIMES``, the bank's configuration), and overnight at least every ``PAYMENT_POLL_BATCH_MAX_WAIT``
+  (the status may change asynchronously, spec 3 rule 1); where the batch times are unknown, backoff: the longer
+  the status has not changed, the longer the wait (up to ``PAYMENT_POLL_MAX_INTERVAL``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from __future__ import annotations
 import logging
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -52,14 +53,6 @@ logger = logging.getLogger(__name__)
 #: Statuses that wait for the PSU (approval) or for further signers, not for the bank's processing.
 WAITING_FOR_SIGNERS = frozenset({"RCVD", "PATC"})
 
-# Defaults of the settings read below (each may be overridden in settings.py or a test).
-DEFAULT_LEASE = timedelta(minutes=2)  # longer than one status call with its retries (BANK_TIMEOUT x attempts)
-DEFAULT_MIN_INTERVAL = timedelta(seconds=30)
-DEFAULT_MAX_INTERVAL = timedelta(hours=2)
-DEFAULT_BATCH_GRACE = timedelta(minutes=2)  # after a batch's slot, before its result is read
-DEFAULT_BATCH_MAX_WAIT = timedelta(hours=6)  # with a batch schedule: the longest wait (overnight) between reads
-DEFAULT_SIGNERS_WINDOW = timedelta(hours=2)  # RCVD/PATC: the bank's SCA session lasts one hour (spec 3)
-DEFAULT_BATCH_TIMES = ("05:00", "08:00", "11:00", "13:00", "15:00")
 DISPATCH_BATCH = 500  # due payments enqueued per beat run
 
 
@@ -74,23 +67,9 @@ class PollOutcome:
     skipped: bool = False  # another poller holds the lease, or there is nothing to poll
 
 
-def _setting(name: str, default):
-    return getattr(settings, name, default)
-
-
-def _lease() -> timedelta:
-    return _setting("PAYMENT_POLL_LEASE", DEFAULT_LEASE)
-
-
-def batch_times() -> tuple[time, ...]:
-    """The bank's batch slots (UTC), sorted; empty when unknown."""
-    values = _setting("PAYMENT_STATUS_BATCH_TIMES_UTC", DEFAULT_BATCH_TIMES) or ()
-    return tuple(sorted(time.fromisoformat(value) for value in values))
-
-
 def next_batch_after(moment: datetime) -> datetime | None:
     """The first batch slot strictly after ``moment`` (UTC), or None without a schedule."""
-    slots = batch_times()
+    slots = settings.BANK_BATCH_TIMES
     if not slots:
         return None
     moment = moment.astimezone(UTC)
@@ -108,19 +87,17 @@ def next_poll_time(*, status: str, now: datetime, unchanged_since: datetime) -> 
     ``unchanged_since``); None: never (final, or too long waiting for a signer)."""
     if status in FINAL_TRANSACTION_STATUSES:
         return None
-    minimum = _setting("PAYMENT_POLL_MIN_INTERVAL", DEFAULT_MIN_INTERVAL)
-    maximum = _setting("PAYMENT_POLL_MAX_INTERVAL", DEFAULT_MAX_INTERVAL)
+    minimum, maximum = settings.PAYMENT_POLL_MIN_INTERVAL, settings.PAYMENT_POLL_MAX_INTERVAL
     waited = max(now - unchanged_since, timedelta(0))
     backoff = min(max(waited, minimum), maximum)  # doubles the time since the last change: slower over time
     if status in WAITING_FOR_SIGNERS:
-        if waited > _setting("PAYMENT_POLL_SIGNERS_WINDOW", DEFAULT_SIGNERS_WINDOW):
+        if waited > settings.PAYMENT_POLL_SIGNERS_WINDOW:
             return None  # the SCA sessions have expired; a new approval calls poll_soon
         return now + backoff
     batch = next_batch_after(now)
     if batch is None:
         return now + backoff
-    longest = _setting("PAYMENT_POLL_BATCH_MAX_WAIT", DEFAULT_BATCH_MAX_WAIT)
-    return min(batch + _setting("PAYMENT_POLL_BATCH_GRACE", DEFAULT_BATCH_GRACE), now + longest)
+    return min(batch + settings.PAYMENT_POLL_BATCH_GRACE, now + settings.PAYMENT_POLL_BATCH_MAX_WAIT)
 
 
 # --- scheduling ----------------------------------------------------------------------------------------------
@@ -164,7 +141,9 @@ def polls_dispatch(*, now: datetime | None = None) -> list[int]:
     ids = due_payment_ids(now=now)
     if not ids:
         return []
-    Payment.objects.filter(pk__in=ids, next_poll_at__lte=now).update(next_poll_at=now + _lease())
+    Payment.objects.filter(pk__in=ids, next_poll_at__lte=now).update(
+        next_poll_at=now + settings.PAYMENT_POLL_LEASE
+    )
     for payment_id in ids:
         poll_payment.delay(payment_id)
     return ids
@@ -180,7 +159,7 @@ def lease_take(*, payment_id: int, now: datetime) -> str | None:
     taken = (
         Payment.objects.filter(pk=payment_id)
         .filter(Q(poll_lease_until__isnull=True) | Q(poll_lease_until__lt=now))
-        .update(poll_lease_until=now + _lease(), poll_lease_token=token)
+        .update(poll_lease_until=now + settings.PAYMENT_POLL_LEASE, poll_lease_token=token)
     )
     return token if taken == 1 else None
 
@@ -195,8 +174,12 @@ def lease_release(*, payment_id: int, token: str) -> None:
 
 
 def _last_change(payment: Payment) -> datetime:
+    """When the bank's status last changed, or an SCA of the payment last started (RCVD and PATC wait for the
+    PSU: their backoff and window count from the latest start of an approval)."""
     last = (
-        PaymentEvent.objects.filter(payment=payment, kind=PaymentEventKind.STATUS)
+        PaymentEvent.objects.filter(
+            payment=payment, kind__in=(PaymentEventKind.STATUS, PaymentEventKind.SCA_STARTED)
+        )
         .order_by("-at", "-id")
         .values_list("at", flat=True)
         .first()
@@ -338,7 +321,7 @@ def _store_failure(
         since = _last_change(locked)
         later = next_poll_time(status=status or "RCVD", now=now, unchanged_since=since)
         if later is None and status not in FINAL_TRANSACTION_STATUSES:
-            later = now + _setting("PAYMENT_POLL_MAX_INTERVAL", DEFAULT_MAX_INTERVAL)
+            later = now + settings.PAYMENT_POLL_MAX_INTERVAL
         if retry_at is not None and (later is None or retry_at > later):
             later = retry_at
         elif later is not None:

@@ -219,3 +219,22 @@ def test_a_401_with_sca_redirect_marks_the_connection_for_reconnecting(live_bank
     assert "SCA again" in event.reason
     page = alice_client.get("/bank/connections/").content.decode()
     assert "Needs reconnecting" in page and f"/bank/connections/{connection.pk}/reconnect/" in page
+
+
+def test_disconnecting_ends_the_consent_at_the_bank(live_bank, alice_client, alice):
+    from tpp_portal.bank import bank_client
+    from xs2a.errors import ConsentError, ScaRequiredError
+    from xs2a.psu import PsuContext
+
+    portal_connect(alice_client)
+    connection = BankConnection.objects.get(user=alice)
+    psu = PsuContext(psu_id=connection.psu_id, ip_address="127.0.0.1")
+    assert bank_client().accounts.list(psu=psu)  # the consent works before
+
+    response = alice_client.post(f"/bank/connections/{connection.pk}/disconnect/", follow=True)
+
+    assert "Your bank has ended the consent" in response.content.decode()
+    with pytest.raises((ConsentError, ScaRequiredError)):  # a leaked PSU-ID reads nothing any more
+        bank_client().accounts.list(psu=psu)
+    ended = BankCall.objects.get(method="DELETE", path_template="/v1/bank-offered-consents")
+    assert ended.status == 204 and ended.psu_present and ended.user == alice

@@ -14,6 +14,7 @@ from accounts.models import BalanceSnapshot, BankAccount
 from connections import services
 from connections.models import BankConnection, ConnectionEvent, ConnectionState
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory, ScaStateFactory
+from xs2a.errors import ConsentDeletionNotOfferedError, ConsentUnknownError, ServerError
 
 S = ConnectionState
 
@@ -67,8 +68,28 @@ def test_a_stale_copy_cannot_move_a_connection_that_moved_meanwhile(alice):
     assert BankConnection.objects.get().state == S.DISCONNECTED and ConnectionEvent.objects.count() == 1
 
 
-def test_disconnect_removes_identifiers_accounts_and_balances_and_keeps_the_timeline(alice, alice_client):
-    connection = BankConnectionFactory(user=alice, psu_corporate_id="0b8f5e21-7c3a-4d9e-8f61-5a2b9c0d3e74")
+class ConsentsClient:
+    """The bank's consent service: records the consents it is asked to end, or fails with ``error``."""
+
+    def __init__(self, error=None):
+        self.error = error
+        self.ended: list = []
+        self.consents = SimpleNamespace(delete=self.delete)
+
+    def delete(self, *, psu):
+        self.ended.append(psu)
+        if self.error is not None:
+            raise self.error
+
+
+def test_disconnect_removes_identifiers_accounts_and_balances_and_keeps_the_timeline(
+    alice, alice_client, monkeypatch
+):
+    bank = ConsentsClient()
+    monkeypatch.setattr(services, "bank_client", lambda: bank)
+    company = "0b8f5e21-7c3a-4d9e-8f61-5a2b9c0d3e74"
+    connection = BankConnectionFactory(user=alice, context="CORPORATE", psu_corporate_id=company)
+    psu_id = connection.psu_id
     account = BankAccountFactory(connection=connection)
     BalanceSnapshot.objects.create(
         account=account,
@@ -86,10 +107,45 @@ def test_disconnect_removes_identifiers_accounts_and_balances_and_keeps_the_time
     assert connection.state == S.DISCONNECTED
     assert (connection.psu_id, connection.psu_id_hash, connection.psu_corporate_id) == ("", "", "")
     assert not BankAccount.objects.exists() and not BalanceSnapshot.objects.exists()
-    assert ConnectionEvent.objects.get().to_state == S.DISCONNECTED
+    event = ConnectionEvent.objects.get()
+    assert event.to_state == S.DISCONNECTED and "the bank ended the consent" in event.reason
     pending_reconnect.refresh_from_db()
     assert pending_reconnect.used_at is not None  # a late return from the bank cannot revive it
-    assert "You have not connected a bank yet." in alice_client.get("/bank/connections/").content.decode()
+    (ended,) = bank.ended  # the consent ended at the bank, with the PSU present
+    assert (ended.psu_id, ended.corporate_id, ended.context) == (psu_id, company, "CORPORATE") and ended.present
+    page = alice_client.get("/bank/connections/").content.decode()
+    assert "You have not connected a bank yet." in page and "Your bank has ended the consent" in page
+
+
+@pytest.mark.parametrize(
+    ("error", "told", "reason"),
+    [
+        (ConsentDeletionNotOfferedError("no", status=405), "does not let us end the consent", "offers no way"),
+        (ServerError("down", status=503), "did not answer", "could not be asked"),
+        (ConsentUnknownError("gone", status=403), "has ended the consent", "the bank ended the consent"),
+    ],
+)
+def test_disconnect_says_what_became_of_the_consent_at_the_bank(
+    alice, alice_client, monkeypatch, error, told, reason
+):
+    monkeypatch.setattr(services, "bank_client", lambda: ConsentsClient(error))
+    connection = BankConnectionFactory(user=alice)
+
+    response = alice_client.post(f"/bank/connections/{connection.pk}/disconnect/", follow=True)
+
+    assert told in response.content.decode()
+    assert BankConnection.objects.get().state == S.DISCONNECTED  # removed here whatever the bank said
+    assert reason in ConnectionEvent.objects.get().reason
+
+
+def test_a_payments_only_connection_has_no_consent_to_end(alice, alice_client, monkeypatch):
+    bank = ConsentsClient()
+    monkeypatch.setattr(services, "bank_client", lambda: bank)
+    connection = BankConnectionFactory(user=alice, access="payments", consent_valid_until=None)
+
+    alice_client.post(f"/bank/connections/{connection.pk}/disconnect/")
+
+    assert bank.ended == [] and BankConnection.objects.get().state == S.DISCONNECTED
 
 
 class DownClient:

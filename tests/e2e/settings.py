@@ -35,6 +35,6 @@ CONTENT_SECURITY_POLICY = {
 
 # Payment status (added for tests/e2e/test_payment_journeys.py): the bank's batches run when a journey asks (its
 # sandbox control), not at the five daily slots, so the portal polls with its backoff from 2 s, at most every
-# 5 s, instead of waiting for the next slot of the real day (PAYMENT_STATUS_BATCH_TIMES_UTC).
-PAYMENT_STATUS_BATCH_TIMES_UTC = ()
+# 5 s, instead of waiting for the next slot of the real day (BANK_BATCH_TIMES).
+BANK_BATCH_TIMES = ()
 PAYMENT_POLL_MAX_INTERVAL = timedelta(seconds=5)

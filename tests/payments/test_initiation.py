@@ -278,13 +278,37 @@ def test_reconciliation_backs_off_then_stops_without_ever_sending_anew(bank, dra
     assert {c["request_id"] for c in bank.initiations} == {str(draft.request_id)}
 
 
-def test_a_refusal_on_reconciliation_means_nothing_exists_at_the_bank(bank, draft, alice):
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        # a bank that answers a repeated X-Request-ID with CONFLICT
+        FormatError("conflict", status=409, tpp_messages=[TppMessage("ERROR", "CONFLICT", None, "seen before")]),
+        # one that takes it for a new request and refuses it as a logical duplicate of the first
+        FormatError("duplicate", status=400, tpp_messages=[TppMessage("ERROR", "FORMAT_ERROR", None, "dup")]),
+    ],
+)
+def test_a_refused_replay_is_never_a_refusal_the_payment_may_exist(bank, alice, alice_client, refusal):
+    draft = _draft(alice, BankConnectionFactory(user=alice), allow_logical_duplicate=True)
     payment = _unknown(bank, draft, alice)
-    bank.raise_on_initiate.append(
-        FormatError("refused", status=400, tpp_messages=[TppMessage("ERROR", "FORMAT_ERROR", "creditorName", "x")])
-    )
+    bank.raise_on_initiate.append(refusal)
 
-    assert initiation.payment_reconcile(payment_id=payment.pk).state == PaymentState.REFUSED
+    outcome = initiation.payment_reconcile(payment_id=payment.pk)
+
+    # The replay asked for no logical duplicate (whatever the first asked), so no bank makes a second payment.
+    assert [call["allow_logical_duplicate"] for call in bank.initiations] == [True, False]
+    payment.refresh_from_db()
+    assert outcome.state == payment.state == PaymentState.UNCONFIRMED != PaymentState.REFUSED
+    assert payment.reconcile_at is None and payment.psu_identity == "" and payment.initiation_psu == ""
+    assert "Check your account at the bank before you try again" in str(outcome.message)
+    assert initiation.reconciliations_due(now=timezone.now() + timedelta(days=1)) == []  # never again by itself
+    # The user sees it and must say it is not at the bank before the form is offered again.
+    page = alice_client.get(f"/payments/{payment.pk}/reconcile/")
+    assert "Check your account at the bank before you try again" in page.content.decode()
+    refused = alice_client.post(f"/payments/{payment.pk}/reconcile/", {})
+    assert refused.status_code == 200 and "checked" in refused.context["form"].errors
+    confirmed = alice_client.post(f"/payments/{payment.pk}/reconcile/", {"checked": "on"})
+    assert confirmed.status_code == 302 and confirmed["Location"] == f"/payments/{payment.pk}/edit/"
+    assert len(bank.initiations) == 2  # nothing sent: the new payment is made from the form and reviewed
 
 
 def test_due_reconciliations_are_dispatched(bank, draft, alice, monkeypatch):

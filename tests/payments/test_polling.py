@@ -6,8 +6,10 @@ from __future__ import annotations
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from datetime import time as clock_time
 
 import pytest
+from django.conf import settings
 from django.db import OperationalError, connection
 from django.utils import timezone
 
@@ -74,7 +76,13 @@ def status(value: str, funds: bool | None = None) -> PaymentStatus:
 NOW = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)  # a Monday; the bank's batches: 05, 08, 11, 13, 15 UTC
 
 
-def test_a_poll_stores_the_new_status_with_a_timeline_event_and_plans_the_next_after_the_batch(alice, bank):
+SANDBOX_BATCHES = tuple(clock_time(h, 0) for h in (5, 8, 11, 13, 15))  # the sandbox bank's (BANK_SIM_BATCH_TIMES)
+
+
+def test_a_poll_stores_the_new_status_with_a_timeline_event_and_plans_the_next_after_the_batch(
+    alice, bank, settings
+):
+    settings.BANK_BATCH_TIMES = SANDBOX_BATCHES
     payment = PaymentFactory(user=alice, next_poll_at=NOW)
 
     outcome = polling.payment_poll(payment_id=payment.pk, now=NOW)
@@ -153,11 +161,11 @@ def test_patc_keeps_the_payment_waiting_for_signers_and_backs_off(alice, bank):
 
     payment.refresh_from_db()
     assert payment.state == PaymentState.AUTHORISING
-    assert payment.next_poll_at == NOW + polling.DEFAULT_MIN_INTERVAL
+    assert payment.next_poll_at == NOW + settings.PAYMENT_POLL_MIN_INTERVAL
 
 
 def test_backoff_gets_slower_the_longer_the_status_has_not_changed(settings):
-    settings.PAYMENT_STATUS_BATCH_TIMES_UTC = ()
+    settings.BANK_BATCH_TIMES = ()
     since = NOW
     waits = [
         polling.next_poll_time(status="PDNG", now=NOW + elapsed, unchanged_since=since) - (NOW + elapsed)
@@ -165,10 +173,11 @@ def test_backoff_gets_slower_the_longer_the_status_has_not_changed(settings):
     ]
     assert waits == [timedelta(seconds=30), timedelta(minutes=1), timedelta(minutes=10), timedelta(hours=1)]
     far = polling.next_poll_time(status="PDNG", now=NOW + timedelta(days=1), unchanged_since=since)
-    assert far - (NOW + timedelta(days=1)) == polling.DEFAULT_MAX_INTERVAL
+    assert far - (NOW + timedelta(days=1)) == settings.PAYMENT_POLL_MAX_INTERVAL
 
 
-def test_with_batches_the_next_poll_follows_the_next_batch_and_the_day_wraps():
+def test_with_batches_the_next_poll_follows_the_next_batch_and_the_day_wraps(settings):
+    settings.BANK_BATCH_TIMES = SANDBOX_BATCHES
     evening = datetime(2026, 3, 2, 15, 30, tzinfo=UTC)
     # after the last batch the next is 05:00 the next morning, but overnight never more than 6 hours apart
     assert polling.next_poll_time(status="ACSP", now=evening, unchanged_since=evening) == evening + timedelta(
@@ -299,7 +308,7 @@ def test_dispatch_enqueues_due_payments_once_and_again_when_the_task_was_lost(al
     assert polling.polls_dispatch(now=NOW) == [due.pk]
     assert polling.polls_dispatch(now=NOW + timedelta(seconds=60)) == []  # queued: not enqueued twice
     # the task never ran (a worker killed with it): due again after one lease, and the lease of the other ended
-    later = NOW + polling.DEFAULT_LEASE + timedelta(seconds=1)
+    later = NOW + settings.PAYMENT_POLL_LEASE + timedelta(seconds=1)
     assert sorted(polling.polls_dispatch(now=later)) == sorted([due.pk, leased.pk])
     assert sent[0] == due.pk and sorted(sent[1:]) == sorted([due.pk, leased.pk])
 
@@ -333,7 +342,8 @@ def test_a_second_poller_does_nothing_while_the_first_holds_the_lease(alice, ban
 
     assert token and outcome.skipped and not outcome.ok and bank.calls == []
     # an expired lease (its holder died) is taken over
-    assert polling.payment_poll(payment_id=payment.pk, now=NOW + polling.DEFAULT_LEASE + timedelta(seconds=1)).ok
+    resumed = NOW + settings.PAYMENT_POLL_LEASE + timedelta(seconds=1)
+    assert polling.payment_poll(payment_id=payment.pk, now=resumed).ok
     assert len(bank.calls) == 1
 
 
@@ -475,7 +485,7 @@ def test_a_poll_killed_in_the_middle_loses_nothing_and_is_resumed(alice, bank, m
     assert polling.due_payment_ids(now=NOW + timedelta(seconds=30)) == []  # the dead poller's lease holds
     monkeypatch.setattr(polling, "lease_release", release)
 
-    resumed_at = NOW + polling.DEFAULT_LEASE + timedelta(seconds=1)
+    resumed_at = NOW + settings.PAYMENT_POLL_LEASE + timedelta(seconds=1)
     assert polling.due_payment_ids(now=resumed_at) == [payment.pk]
     outcome = polling.payment_poll(payment_id=payment.pk, now=resumed_at)
 
@@ -503,3 +513,71 @@ def test_the_poll_is_audited_against_the_payment(alice, bank, monkeypatch):
     polling.payment_poll(payment_id=payment.pk, actor=alice, now=timezone.now())
 
     assert seen == [{"user": alice, "obj": Payment.objects.get(pk=payment.pk)}]
+
+
+def test_an_approval_whose_redirect_never_comes_back_is_followed_from_the_start_of_its_sca(alice, bank):
+    """The PSU approves on another device, closes the tab, or takes longer than the portal's SCA state lives: the
+    status is read on a backoff from the start of the SCA, so the payment moves on without the redirect; an SCA
+    nobody completes stops being polled once the bank's SCA window is over."""
+    started = NOW - timedelta(hours=5)  # initiated long before
+    payment = PaymentFactory(user=alice, transaction_status="RCVD", state=PaymentState.AUTHORISING)
+    Payment.objects.filter(pk=payment.pk).update(submitted_at=started)
+    PaymentEvent.objects.create(payment=payment, at=NOW, kind=PaymentEventKind.SCA_STARTED, actor=alice)
+
+    bank.answers = [status("RCVD")]
+    polling.payment_poll(payment_id=payment.pk, now=NOW + timedelta(seconds=30))
+    payment.refresh_from_db()
+    # Still waiting: polled again soon (backoff from the SCA's start, not from the initiation five hours ago).
+    assert payment.state == PaymentState.AUTHORISING and payment.next_poll_at is not None
+    assert payment.next_poll_at - (NOW + timedelta(seconds=30)) <= timedelta(minutes=1)
+
+    bank.answers = [status("PDNG")]  # approved elsewhere: no callback came
+    polling.payment_poll(payment_id=payment.pk, now=payment.next_poll_at)
+    payment.refresh_from_db()
+    assert payment.state == PaymentState.AWAITING_STATUS and payment.transaction_status == "PDNG"
+
+
+def test_an_sca_nobody_completes_stops_being_polled_after_the_window(alice, bank, settings):
+    payment = PaymentFactory(user=alice, transaction_status="RCVD", state=PaymentState.AUTHORISING)
+    PaymentEvent.objects.create(payment=payment, at=NOW, kind=PaymentEventKind.SCA_STARTED, actor=alice)
+    bank.answers = [status("RCVD")]
+
+    polling.payment_poll(
+        payment_id=payment.pk, now=NOW + settings.PAYMENT_POLL_SIGNERS_WINDOW + timedelta(seconds=1)
+    )
+
+    payment.refresh_from_db()
+    assert payment.next_poll_at is None  # the next approval's start polls again
+
+
+def test_starting_an_approval_plans_the_first_status_read(alice, monkeypatch):
+    from types import SimpleNamespace
+
+    from payments.services import authorisation
+    from xs2a.models import AuthorisationResponse
+    from xs2a.psu import PsuContext
+
+    answer = AuthorisationResponse.from_json(
+        {"scaStatus": "started", "_links": {"scaRedirect": {"href": "https://bank.test/sca"}}}
+    )
+    monkeypatch.setattr(
+        authorisation,
+        "bank_client",
+        lambda: SimpleNamespace(payments=SimpleNamespace(start_authorisation=lambda **kw: answer)),
+    )
+    payment = PaymentFactory(
+        user=alice, transaction_status="RCVD", state=PaymentState.INITIATED, next_poll_at=None
+    )
+    before = timezone.now()
+
+    authorisation.authorisation_start(
+        payment=payment, signer=alice, session_key="s" * 32, presence=PsuContext(ip_address="192.0.2.1")
+    )
+
+    payment.refresh_from_db()
+    assert payment.state == PaymentState.AUTHORISING
+    assert (
+        before + settings.PAYMENT_POLL_MIN_INTERVAL
+        <= payment.next_poll_at
+        <= timezone.now() + settings.PAYMENT_POLL_MIN_INTERVAL
+    )

@@ -24,6 +24,7 @@ from tests.bank_factories import BankAccountFactory, BankConnectionFactory, ScaS
 from tests.payments.payment_factories import PaymentFactory
 from tpp_portal.bank import CALLBACK_PATH
 from xs2a import models as bank_models
+from xs2a.psu import PsuContext
 
 pytestmark = pytest.mark.django_db
 
@@ -50,6 +51,9 @@ class Bank:
         self.calls.append(("agreements", psu.psu_id))
         return self.agreements_of.get(psu.psu_id, [])
 
+    def consent_delete(self, *, psu):
+        self.calls.append(("consent ended", psu.psu_id))
+
 
 @pytest.fixture
 def bank(monkeypatch) -> Bank:
@@ -62,7 +66,7 @@ def bank(monkeypatch) -> Bank:
             list=lambda *, psu, **kw: stand_in.accounts_for(psu), balances=stand_in.balances
         )
         card_accounts = SimpleNamespace(list=stand_in.card_accounts, balances=stand_in.balances)
-        consents = SimpleNamespace(agreements=stand_in.agreements)
+        consents = SimpleNamespace(agreements=stand_in.agreements, delete=stand_in.consent_delete)
 
     monkeypatch.setattr("connections.services.bank_client", Client)
     monkeypatch.setattr("accounts.services.bank_client", Client)
@@ -110,7 +114,9 @@ def test_a_disconnected_psu_id_stays_its_users(bank, alice, bob, alice_client):
     victim = BankConnectionFactory(user=bob)
     psu_id = victim.psu_id
     bank.accounts[psu_id] = [_account("Bobs sparekonto")]
-    connection_services.connection_disconnect(connection=victim, actor=bob)
+    connection_services.connection_disconnect(
+        connection=victim, actor=bob, presence=PsuContext(ip_address="192.0.2.7")
+    )
     assert BankConnection.objects.get(pk=victim.pk).state == ConnectionState.DISCONNECTED
     state = _started(alice, alice_client)
 

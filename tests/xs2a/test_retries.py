@@ -149,3 +149,33 @@ def test_a_get_timeout_is_retried_then_reported(bank, make_client, sleeps):
         client.consents.users()
     assert not isinstance(caught.value, errors.OutcomeUnknownError)
     assert len(bank.received) == 3 and len(sleeps) == 2
+
+
+def test_a_retry_is_signed_in_a_later_second_so_the_bank_never_sees_one_signature_twice(bank, test_pki):
+    """Date counts whole seconds and the bank refuses a Signature it has seen: a retry whose backoff is shorter
+    than the rest of the second waits into the next one."""
+    from datetime import UTC, datetime, timedelta
+
+    from xs2a.client import ClientConfig, Xs2aClient
+
+    moment = [datetime(2026, 3, 2, 9, 0, 0, 200_000, tzinfo=UTC)]  # moves only when the client sleeps
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        moment[0] += timedelta(seconds=seconds)
+
+    config = ClientConfig(
+        base_url=bank.base_url,
+        signing_key=test_pki.tpp.key,
+        signing_certificate=test_pki.tpp.certificate,
+        redirect_uri="https://portal.example/bank/callback",
+    )
+    bank.add("GET", "/v1/users", BUSY, OK)
+    with Xs2aClient(config, clock=lambda: moment[0], sleep=sleep, rng=lambda: 0.0) as client:
+        client.consents.users()
+
+    assert slept == [pytest.approx(0.8)]
+    dates = [r.headers["date"] for r in bank.received]
+    assert len(dates) == 2 and dates[0] != dates[1]
+    assert len({r.headers["signature"] for r in bank.received}) == 2
