@@ -52,6 +52,7 @@ migrate: venv certs
 	$(PY) -m bank_simulator migrate --noinput
 
 run: venv certs messages migrate
+	rm -rf $(VAR_DIR)/metrics  # the metric counters of the previous run's processes (docs/operations.md)
 	$(PY) -m bank_simulator sandbox_initialize --if-empty
 	$(PY) manage.py ensure_demo_users
 	$(BIN)/honcho start --procfile Procfile
@@ -71,6 +72,7 @@ lint: venv
 	$(BIN)/bandit -c pyproject.toml --quiet --recursive $(CODE_DIRS)
 
 test: venv certs messages lint
+	rm -rf $(VAR_DIR)/metrics  # the metric counters of earlier processes (the tests compare before and after)
 	$(BIN)/pytest --ignore=tests/bank_simulator $(PYTEST_ARGS)
 	$(BIN)/pytest tests/bank_simulator --ds=bank_simulator.settings $(PYTEST_ARGS)
 

@@ -15,6 +15,7 @@ from django.db.models import Count, F, Min, Q, QuerySet, Window
 from django.db.models.functions import RowNumber, TruncHour
 
 from payments.models import Payment, PaymentState
+from tpp_portal import certificates
 from tpp_portal.models import BankCall
 
 #: Sent to the bank (or being sent) and not yet at a final status.
@@ -157,3 +158,41 @@ def payments_waiting() -> list[WaitingFigures]:
         )
         for state in PAYMENT_WAITING_STATES
     ]
+
+
+@dataclass(frozen=True)
+class CertificateFigures:
+    name: str
+    label: str
+    source: str
+    subject: str
+    not_after: datetime | None
+    days_left: int | None  # whole days, rounded down (negative: expired)
+    level: str  # certificates.EXPIRED, CRITICAL, WARNING, NOTICE, OK or UNKNOWN
+    checked_at: datetime | None
+    error: str
+
+    @property
+    def needs_attention(self) -> bool:
+        return self.level != certificates.OK
+
+
+def certificate_figures(*, now: datetime) -> list[CertificateFigures]:
+    """Every certificate of the bank connection with its days left and warning level (30, 14, 7 days, expired)."""
+    found = []
+    for status in certificates.certificates_status():
+        days = status.days_left(now)
+        found.append(
+            CertificateFigures(
+                name=status.name,
+                label=status.label,
+                source=status.source,
+                subject=status.subject,
+                not_after=status.not_after,
+                days_left=None if days is None else int(days // 1),
+                level=status.level(now),
+                checked_at=status.checked_at,
+                error=status.error,
+            )
+        )
+    return found

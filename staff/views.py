@@ -40,6 +40,7 @@ def dashboard(request):
     operations, overall = selectors.bank_call_figures(since=since, until=until)
     hours = selectors.bank_calls_per_hour(since=since, until=until)
     waiting = selectors.payments_waiting()
+    certificates = selectors.certificate_figures(now=until)
     names = [figures.operation for figures in operations]
     charts = {
         "calls": _chart(
@@ -72,5 +73,7 @@ def dashboard(request):
         "waiting": waiting,
         "waiting_total": sum(w.count for w in waiting),
         "charts": charts,
+        "certificates": certificates,
+        "certificate_alerts": [c for c in certificates if c.needs_attention],
     }
     return render(request, "staff/dashboard.html", context)

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ImproperlyConfigured
 
+from tpp_portal import certificates, metrics
 from xs2a.audit import AuditRecord
 from xs2a.client import ClientConfig, Xs2aClient
 from xs2a.credentials import CredentialError, load_certificate, load_private_key
@@ -115,16 +116,20 @@ def _bank_call(record: AuditRecord, context: AuditContext):
 
 
 def record_bank_call(record: AuditRecord) -> None:
-    """The client's audit hook: one BankCall row per attempt (kept back inside ``bank_audit_deferred()``)."""
+    """The client's audit hook: one BankCall row per attempt (kept back inside ``bank_audit_deferred()``), and
+    the attempt counted in the metrics."""
     pending = _deferred_calls.get()
     if pending is not None:
         pending.append((record, _audit_context.get()))
-        return
-    _bank_call(record, _audit_context.get()).save()
+    else:
+        _bank_call(record, _audit_context.get()).save()
+    metrics.observe_bank_call(record)
 
 
 def client_config() -> ClientConfig:
-    """The ClientConfig of the settings (BANK_*); a bad file or passphrase raises ImproperlyConfigured."""
+    """The ClientConfig of the settings (BANK_*); a bad file or passphrase raises ImproperlyConfigured, an
+    expired certificate CertificateExpiredError."""
+    certificates.refuse_expired()
     try:
         key = load_private_key(settings.BANK_SIGNING_KEY, settings.BANK_SIGNING_KEY_PASSPHRASE)
         certificate = load_certificate(settings.BANK_SIGNING_CERT)
@@ -160,8 +165,17 @@ def build_bank_client() -> Xs2aClient:
     return Xs2aClient(client_config(), audit_hook=record_bank_call)
 
 
-@functools.lru_cache(maxsize=1)
 def bank_client() -> Xs2aClient:
     """The process-wide client (one pooled session per process). Tests that change settings call
-    ``bank_client.cache_clear()``."""
+    ``bank_client.cache_clear()``. Refuses (CertificateExpiredError) once a certificate has expired; a renewed
+    certificate or key file (a new modification time) gets a new client without a restart."""
+    certificates.refuse_expired()
+    return _shared_bank_client(certificates.files_signature())
+
+
+@functools.lru_cache(maxsize=1)
+def _shared_bank_client(files: tuple) -> Xs2aClient:
     return build_bank_client()
+
+
+bank_client.cache_clear = _shared_bank_client.cache_clear  # type: ignore[attr-defined]

@@ -60,3 +60,27 @@ class BankCall(models.Model):
     def __str__(self) -> str:
         status = self.status if self.status is not None else "no answer"
         return f"{self.method} {self.path_template} -> {status} ({self.request_id})"
+
+
+class CertificateCheck(models.Model):
+    """The last check of the bank's TLS certificate, which only a TLS handshake shows (tpp_portal/certificates.py).
+
+    Written at a worker's start and daily by ``tpp_portal.check_certificates``; read by the staff dashboard and
+    the metrics. The certificates the portal holds as files (QSealC, the bank's seal) are read from the files
+    themselves whenever they are needed, so they need no row here.
+    """
+
+    name = models.CharField("certificate", max_length=40, unique=True)
+    source = models.CharField("checked at", max_length=300, help_text="host:port of the handshake")
+    subject = models.CharField("subject", max_length=500, blank=True)
+    not_after = models.DateTimeField("valid until", null=True, blank=True)
+    checked_at = models.DateTimeField("last checked")
+    error = models.CharField("error", max_length=300, blank=True, help_text="Why the check failed, if it did.")
+
+    class Meta:
+        verbose_name = "certificate check"
+        verbose_name_plural = "certificate checks"
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.not_after or self.error}"

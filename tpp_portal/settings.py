@@ -259,6 +259,12 @@ CELERY_BEAT_SCHEDULE = {
         # Connections whose consent passed consent_valid_until become needs_reconnect.
         "schedule": crontab(minute=5),
     },
+    "check-certificates": {
+        "task": "tpp_portal.check_certificates",
+        # The QSealC, the bank's seal and the bank's TLS certificate (a TLS handshake): days left, logged and kept
+        # for the dashboard and the metrics. Also run when a worker starts.
+        "schedule": crontab(minute=20, hour=5),
+    },
 }
 # --- payment status polling (payments/services/polling.py) --------------------------------------------------
 # The bank's batches move a payment on (the sandbox bank: five a day); their times are the bank's configuration,
@@ -344,6 +350,50 @@ BANK_ACCEPT_FIX = env.list(
 )
 if PRODUCTION and not BANK_BASE_URL.startswith("https://"):
     raise ImproperlyConfigured("BANK_BASE_URL: production talks to the bank over https only")
+
+# --- operations: metrics, traces, error reports, certificates (docs/operations.md) --------------------------
+# Metrics (tpp_portal/metrics.py): every process of web and worker counts its events (bank calls, 429s, task
+# failures) into files of its own under METRICS_DIR (prometheus-client's multiprocess mode); the metrics process
+# (`manage.py serve_metrics`) sums them and adds the state read from the database at each scrape.
+METRICS_DIR = (
+    BASE_DIR
+    / env.str(
+        "METRICS_DIR",
+        str(VAR_DIR / "metrics"),
+        help="directory shared by every portal process for their metric counters (emptied before a start)",
+    )
+).resolve()
+METRICS_BIND = env.str(
+    "METRICS_BIND",
+    "127.0.0.1:9100",
+    help="host:port of `manage.py serve_metrics` (never a public address)",
+)
+_metrics_host, _colon, _metrics_port = METRICS_BIND.rpartition(":")
+if not _metrics_host or not _metrics_port.isdigit() or int(_metrics_port) > 65535:
+    raise ImproperlyConfigured(f"METRICS_BIND: expected host:port, got {METRICS_BIND!r}")
+# Traces (OpenTelemetry: Django, requests, Celery, psycopg) only when an OTLP endpoint is set; error reports
+# (Sentry) only with a DSN. Both are scrubbed of PSU identifiers and personal data (tpp_portal/observability.py).
+OTEL_EXPORTER_OTLP_ENDPOINT = env.url(
+    "OTEL_EXPORTER_OTLP_ENDPOINT", None, help="OTLP collector address; set: traces are exported there"
+)
+OTEL_EXPORTER_OTLP_PROTOCOL = env.str(
+    "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf", help="http/protobuf (port 4318) or grpc (port 4317)"
+)
+if OTEL_EXPORTER_OTLP_PROTOCOL not in {"http/protobuf", "grpc"}:
+    raise ImproperlyConfigured(
+        f"OTEL_EXPORTER_OTLP_PROTOCOL: expected http/protobuf or grpc, got {OTEL_EXPORTER_OTLP_PROTOCOL!r}"
+    )
+OTEL_SERVICE_NAME = env.str("OTEL_SERVICE_NAME", "tpp-portal", help="service.name of the exported traces")
+SENTRY_DSN = env.str("SENTRY_DSN", None, help="Sentry DSN; set: errors are reported there", secret=True)
+SENTRY_ENVIRONMENT = env.str("SENTRY_ENVIRONMENT", DJANGO_ENV, help="environment name of Sentry's events")
+SENTRY_TRACES_SAMPLE_RATE = env.float(
+    "SENTRY_TRACES_SAMPLE_RATE", 0.0, positive=False, help="share of requests Sentry also traces (0 to 1)"
+)
+if not 0 <= SENTRY_TRACES_SAMPLE_RATE <= 1:
+    raise ImproperlyConfigured(f"SENTRY_TRACES_SAMPLE_RATE: expected 0 to 1, got {SENTRY_TRACES_SAMPLE_RATE}")
+# Certificates of the bank connection (tpp_portal/certificates.py): staff are warned this many days before one
+# expires (dashboard, metric, log); an expired QSealC or bank seal stops bank calls.
+CERTIFICATE_WARNING_DAYS = (30, 14, 7)
 
 # --- auth, sessions --------------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

@@ -6,6 +6,7 @@ from celery import shared_task
 from django.core.cache import cache
 from django.utils import timezone
 
+from tpp_portal.certificates import certificates_check
 from tpp_portal.services import bank_calls_prune
 
 logger = logging.getLogger(__name__)
@@ -23,3 +24,11 @@ def ping(token: str) -> None:
 def prune_bank_calls() -> int:
     """Nightly (beat): the audit log keeps BANK_CALL_RETENTION_DAYS days of bank calls."""
     return bank_calls_prune()
+
+
+@shared_task(name="tpp_portal.check_certificates", ignore_result=True)
+def check_certificates() -> int:
+    """Daily (beat) and when a worker starts: the bank's TLS certificate read by a handshake and recorded, every
+    certificate of the bank connection logged when it is within CERTIFICATE_WARNING_DAYS or expired. Returns how
+    many were checked."""
+    return len(certificates_check())

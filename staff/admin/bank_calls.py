@@ -13,7 +13,7 @@ from django.utils.html import format_html
 from django.utils.http import urlencode
 
 from staff.admin.helpers import export_csv
-from tpp_portal.models import BankCall
+from tpp_portal.models import BankCall, CertificateCheck
 
 FILTER_CHOICES_PERIOD = timedelta(days=30)
 FILTER_CHOICES_LIMIT = 200
@@ -241,3 +241,21 @@ class BankCallAdmin(admin.ModelAdmin):
         except NoReverseMatch:
             return label
         return format_html('<a href="{}">{}</a>', url, label)
+
+
+@admin.register(CertificateCheck)
+class CertificateCheckAdmin(admin.ModelAdmin):
+    """The bank's TLS certificate as the daily check last read it (the staff dashboard shows every certificate)."""
+
+    list_display = ("name", "source", "not_after", "checked_at", "error")
+    fields = ("name", "source", "subject", "not_after", "checked_at", "error")
+    readonly_fields = fields
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

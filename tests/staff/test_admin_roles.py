@@ -77,6 +77,7 @@ def one_of_each(user) -> None:
     from tests.bank_factories import BankAccountFactory, ScaStateFactory
     from tests.payments.payment_factories import PaymentFactory, status_event
     from tests.staff.fixtures import bank_call
+    from tpp_portal.models import CertificateCheck
 
     account = BankAccountFactory(connection__user=user)
     now = timezone.now()
@@ -102,6 +103,7 @@ def one_of_each(user) -> None:
     status_event(payment, "RCVD")
     bank_call(obj=payment, user=user)
     make_rate("USD", "10.20")
+    CertificateCheck.objects.create(name="bank_tls", source="bank.example:443", not_after=now, checked_at=now)
 
 
 def test_support_reads_every_portal_page_and_changes_none(support_client, alice):

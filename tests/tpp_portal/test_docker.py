@@ -13,7 +13,7 @@ from tpp_portal import settings as portal_settings
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker/compose.yaml").read_text())
 SERVICES = COMPOSE["services"]
-PORTAL_SERVICES = ("web", "worker", "beat")
+PORTAL_SERVICES = ("web", "worker", "beat", "metrics")
 ONE_OFF = ("migrate", "bank-migrate")
 LONG_RUNNING = ("proxy", *PORTAL_SERVICES, "bank", "db", "redis")
 PROXY_TEMPLATE = ROOT / "docker/proxy/default.conf.template"
@@ -92,6 +92,7 @@ def test_migrations_run_once_in_their_own_services_before_anything_that_uses_the
         ("web", "migrate"),
         ("worker", "migrate"),
         ("beat", "migrate"),
+        ("metrics", "migrate"),
         ("bank", "bank-migrate"),
     ):
         assert SERVICES[name]["depends_on"][migration] == {"condition": "service_completed_successfully"}, name
@@ -251,3 +252,33 @@ def test_the_image_build_step_that_collects_static_files_runs(tmp_path):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "static/staticfiles.json").is_file()
+
+
+def test_the_metrics_service_is_reachable_on_the_compose_network_only():
+    """The metrics address has no authentication: it must never be published nor routed by the public proxy."""
+    metrics = SERVICES["metrics"]
+    assert command("metrics") == "python manage.py serve_metrics"
+    assert metrics["environment"]["METRICS_BIND"] == "0.0.0.0:9100"  # inside the container, on the compose network
+    assert "ports" not in metrics and "expose" not in metrics
+    template = PROXY_TEMPLATE.read_text()
+    assert "metrics" not in template and "9100" not in template, "the proxy must not route to the metrics service"
+    # The settings' own default, for `make run` and a bare `manage.py serve_metrics`, is loopback.
+    assert portal_settings.env.variables["METRICS_BIND"].default.startswith("127.0.0.1:")
+
+
+def test_every_process_that_counts_metrics_shares_the_metrics_folder():
+    folder = SERVICES["web"]["environment"]["METRICS_DIR"]
+    for name in PORTAL_SERVICES:
+        assert SERVICES[name]["environment"]["METRICS_DIR"] == folder, name
+        assert f"metrics:{folder}" in SERVICES[name]["volumes"], f"{name} does not mount the metrics volume"
+        assert "./pki:/run/pki:ro" in SERVICES[name]["volumes"], name
+    volume = COMPOSE["volumes"]["metrics"]["driver_opts"]
+    assert volume["type"] == "tmpfs" and "uid=10001" in volume["o"]  # the image's user writes there
+
+
+def test_traces_and_error_reports_are_off_unless_the_environment_sets_them():
+    environment = {k: interpolate(v, SECRETS) for k, v in SERVICES["web"]["environment"].items()}
+    assert environment["OTEL_EXPORTER_OTLP_ENDPOINT"] == ""
+    assert environment["SENTRY_DSN"] == ""
+    names = {SERVICES[name]["environment"]["OTEL_SERVICE_NAME"] for name in PORTAL_SERVICES}
+    assert len(names) == len(PORTAL_SERVICES)  # each process kind is told apart in the traces
