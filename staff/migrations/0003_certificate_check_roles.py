@@ -33,7 +33,7 @@ def revoke(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("staff", "0001_roles"),
+        ("staff", "0002_sandbox_roles"),
         ("tpp_portal", "0002_certificatecheck"),
     ]
 
