@@ -113,12 +113,14 @@ def test_payments_waiting_on_a_final_status(alice):
     PaymentFactory(user=alice, state=PaymentState.FINAL, transaction_status="ACSC")
     PaymentFactory(user=alice, state=PaymentState.DRAFT, payment_id="", transaction_status="")
     PaymentFactory(user=alice, state=PaymentState.REFUSED, payment_id="", transaction_status="")
+    PaymentFactory(user=alice, state=PaymentState.UNCONFIRMED, payment_id="", transaction_status="")
 
     waiting = {w.state: w.count for w in selectors.payments_waiting()}
 
     assert waiting == {
         PaymentState.SUBMITTING: 0,
         PaymentState.OUTCOME_UNKNOWN: 1,
+        PaymentState.UNCONFIRMED: 1,  # the bank refused the replay: staff check with the bank
         PaymentState.INITIATED: 0,
         PaymentState.AUTHORISING: 0,
         PaymentState.AWAITING_STATUS: 2,
