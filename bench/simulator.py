@@ -50,7 +50,7 @@ def _signer():
     certificate = x509.load_pem_x509_certificate((ROOT / "var/pki/tpp-qseal.pem").read_bytes())
     key = serialization.load_pem_private_key((ROOT / "var/pki/tpp-qseal.key").read_bytes(), password=None)
     # The bank requires (request-target) in every signature.
-    return RequestSigner(key, certificate, sign_request_target=True)  # type: ignore[arg-type]
+    return RequestSigner(key, certificate)  # type: ignore[arg-type]
 
 
 def _headers(session_id: str, psu_id: str | None = None) -> dict[str, str]:

@@ -120,7 +120,6 @@ class Bank:
     ):
         signer = signer or self.signer
         body = json_body.encode("utf-8") if json_body is not None else None
-        sign_options.setdefault("sign_request_target", True)  # the bank requires (request-target)
         signed = sign_request(
             method, target, self.headers(headers, psu=psu), body, signer.key, signer.certificate, **sign_options
         )

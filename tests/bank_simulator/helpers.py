@@ -69,7 +69,6 @@ class LiveTpp:
             body,
             self.signer.key,
             self.signer.certificate,
-            sign_request_target=True,
         )
         if body is not None:
             signed["Content-Type"] = "application/json"
@@ -120,7 +119,7 @@ def conforms(tpp: LiveTpp, case) -> None:
     }
     headers = {"Date": http_date(), "X-Request-ID": str(uuid.uuid4()), **generated}
     signed = sign_request(
-        method, target, headers, body, tpp.signer.key, tpp.signer.certificate, sign_request_target=True
+        method, target, headers, body, tpp.signer.key, tpp.signer.certificate
     )
     if body is not None:
         signed["Content-Type"] = "application/json"

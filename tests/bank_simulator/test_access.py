@@ -75,7 +75,6 @@ def test_body_changed_after_signing_fails_the_digest(bank):
         body,
         bank.signer.key,
         bank.signer.certificate,
-        sign_request_target=True,
     )
     response = bank.client.post(
         "/v1/sandbox/customers",
@@ -164,7 +163,7 @@ def test_key_id_must_name_the_serial_in_upper_case_hex(private_bank):
 
     cert = private_bank.signer.certificate
     headers = private_bank.headers()
-    names = signing.signed_header_names(headers, sign_request_target=True)
+    names = signing.signed_header_names(headers)
     signature = signing.signature_for(
         names, method="GET", target=ACCOUNTS, headers=headers, key=private_bank.signer.key
     )
@@ -183,7 +182,7 @@ def test_key_id_issuer_must_be_rfc2253_not_rfc4514(private_bank):
 
     cert = private_bank.signer.certificate
     headers = private_bank.headers()
-    names = signing.signed_header_names(headers, sign_request_target=True)
+    names = signing.signed_header_names(headers)
     signature = signing.signature_for(
         names, method="GET", target=ACCOUNTS, headers=headers, key=private_bank.signer.key
     )
@@ -423,7 +422,9 @@ def _signed(bank: Bank, method: str, target: str, names: list[str], headers: dic
 
 
 def test_request_target_must_be_signed(private_bank):
-    response = private_bank.get(ACCOUNTS, sign_request_target=False)
+    headers = private_bank.headers()
+    names = ["date", "x-request-id", "psu-id"]
+    response = private_bank.client.get(ACCOUNTS, headers=_signed(private_bank, "GET", ACCOUNTS, names, headers))
     assert response.status_code == 400
     assert error_text(response).startswith("Signature headers: (request-target) must be signed")
     assert response.json()["tppMessages"][0]["path"] == "Signature"
@@ -473,7 +474,6 @@ def test_a_replayed_signature_is_refused(private_bank):
         None,
         private_bank.signer.key,
         private_bank.signer.certificate,
-        sign_request_target=True,
     )
     assert private_bank.client.get(ACCOUNTS, headers=signed).status_code == 200
     again = private_bank.client.get(ACCOUNTS, headers=signed)
@@ -497,7 +497,6 @@ def test_a_refused_request_does_not_use_up_its_signature(private_bank):
         None,
         private_bank.signer.key,
         private_bank.signer.certificate,
-        sign_request_target=True,
     )
     for _ in range(2):
         response = private_bank.client.get(ACCOUNTS, headers=signed)

@@ -93,7 +93,7 @@ def test_a_replay_is_refused_whichever_process_receives_it(live_bank):  # noqa: 
     tpp = LiveTpp(live_bank)
     target = "/v1/sandbox/customers"
     signed = sign_request(
-        "GET", target, tpp.headers(), None, tpp.signer.key, tpp.signer.certificate, sign_request_target=True
+        "GET", target, tpp.headers(), None, tpp.signer.key, tpp.signer.certificate
     )
 
     def send(_: int) -> requests.Response:
