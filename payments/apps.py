@@ -8,7 +8,7 @@ class PaymentsConfig(AppConfig):
 
     def ready(self) -> None:
         from connections import plugins
-        from payments import checks, views_initiation  # noqa: F401 - checks registers the settings checks
+        from payments import views_initiation
         from payments.services.authorisation import PAYMENT_PURPOSE
 
         plugins.register_purpose(

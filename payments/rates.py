@@ -30,8 +30,6 @@ from payments.spec import CURRENCY_SET, NOK
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_URL = "https://data.norges-bank.no/api/data/EXR"
-DEFAULT_TIMEOUT = 20.0
 DEFAULT_OBSERVATIONS = 5
 # Guards against a response that is not the rates table (an error page, a truncated body, a changed API).
 MAX_UNIT_MULT = 6
@@ -58,7 +56,7 @@ class FetchedRate:
 
 
 def rates_url() -> str:
-    return str(getattr(settings, "NORGES_BANK_RATES_URL", DEFAULT_URL)).rstrip("/")
+    return settings.NORGES_BANK_RATES_URL.rstrip("/")
 
 
 def fetch_norges_bank_rates(
@@ -75,7 +73,7 @@ def fetch_norges_bank_rates(
     """
     url = f"{(base_url or rates_url()).rstrip('/')}/B..{NOK}.SP"
     params: dict[str, str | int] = {"format": "sdmx-json", "lastNObservations": observations, "locale": "en"}
-    timeout = timeout if timeout is not None else float(getattr(settings, "NORGES_BANK_TIMEOUT", DEFAULT_TIMEOUT))
+    timeout = timeout if timeout is not None else settings.NORGES_BANK_TIMEOUT
     http = session or requests
     try:
         response = http.get(url, params=params, timeout=timeout, headers={"Accept": "application/json"})

@@ -35,17 +35,6 @@ from payments.models import (
 from payments.spec import NOK
 from payments.status import StatusText, status_text
 
-# The bank's rule (spec 2.1 and 8): regulatory code and information are required from 100 000 NOK.
-DEFAULT_THRESHOLD_NOK = Decimal("100000")
-# Safety margin for amounts in other currencies: the bank converts at its own rate and time, which differ
-# from the published middle rate we use by its spread and by the day's movement. From 5 % below the
-# threshold (95 000 NOK equivalent) we ask for the reporting fields, so a payment is not refused by the bank
-# for lacking them. A NOK amount needs no conversion: the threshold is exact for it.
-DEFAULT_MARGIN = Decimal("0.05")
-# A rate older than this (on the date of the payment) is not trusted to decide: reporting is then required.
-# 7 days covers weekends and Easter, when Norges Bank publishes nothing.
-DEFAULT_RATE_MAX_AGE_DAYS = 7
-
 # When several sources have a rate for the same date: staff's word, then Norges Bank, then the seed.
 _SOURCE_PRIORITY = Case(
     When(source=ExchangeRateSource.MANUAL, then=Value(0)),
@@ -139,14 +128,11 @@ class ReportingRequirement:
 
 
 def regulatory_threshold_nok() -> Decimal:
-    return Decimal(str(getattr(settings, "REGULATORY_THRESHOLD_NOK", DEFAULT_THRESHOLD_NOK)))
+    return settings.REGULATORY_THRESHOLD_NOK
 
 
 def regulatory_margin() -> Decimal:
-    margin = Decimal(str(getattr(settings, "REGULATORY_MARGIN", DEFAULT_MARGIN)))
-    if not Decimal(0) <= margin < Decimal(1):
-        raise ValueError(f"REGULATORY_MARGIN must be a fraction from 0 up to 1, got {margin}")
-    return margin
+    return settings.REGULATORY_MARGIN
 
 
 def regulatory_reporting_requirement(*, amount: Decimal, currency: str, on_date: date) -> ReportingRequirement:
@@ -179,7 +165,7 @@ def regulatory_reporting_requirement(*, amount: Decimal, currency: str, on_date:
         except ExchangeRateUnavailable:
             estimate = None
         return ReportingRequirement(True, ReportingReason.NO_RATE, threshold, applied, estimate)
-    max_age = int(getattr(settings, "EXCHANGE_RATE_MAX_AGE_DAYS", DEFAULT_RATE_MAX_AGE_DAYS))
+    max_age = settings.EXCHANGE_RATE_MAX_AGE_DAYS
     assert equivalent.rate_date is not None
     if on_date - equivalent.rate_date > timedelta(days=max_age):
         return ReportingRequirement(True, ReportingReason.STALE_RATE, threshold, applied, equivalent)

@@ -1,7 +1,8 @@
 """Settings of the TPP portal, read from the environment.
 
-Every variable is declared through ``tpp_portal.envconfig.Config`` so that a malformed value stops start-up with
-a message naming it, and so that the README table and docker/compose.yaml can be checked against this file.
+The environment is read here and nowhere else, through django-environ (``tpp_portal.envconfig.Env``: secrets from
+``<NAME>_FILE``, a malformed value stops start-up with a message naming it, and what is read is recorded so the
+README table and docker/compose.yaml can be checked against this file). Modules read ``settings.X``.
 Embedded defaults need no server: SQLite under ``var/``, a filesystem Celery broker under ``var/``, and the
 local sandbox bank. ``DJANGO_ENV=production`` turns on the production profile, which refuses to start without a
 real secret key and passes ``manage.py check --deploy`` without warnings.
@@ -11,39 +12,74 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import math
 from datetime import time as dt_time
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from celery.schedules import crontab
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
-from tpp_portal.envconfig import Config
+from tpp_portal.envconfig import Env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-env = Config()
+env = Env()
 
-DJANGO_ENV = env.str("DJANGO_ENV", "development", help="development, test or production")
+
+def _http_url(name: str, value: str | None) -> str | None:
+    """An absolute http(s) address without a query, as given but for a trailing slash; None stays None."""
+    if value is None:
+        return None
+    parts = urlsplit(value)
+    try:
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}: malformed port in {value!r}") from None
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise ImproperlyConfigured(f"{name}: expected an absolute http or https address, got {value!r}")
+    if parts.query or parts.fragment:
+        raise ImproperlyConfigured(f"{name}: must not carry a query or fragment, got {value!r}")
+    return value.rstrip("/")
+
+
+def _positive(name: str, value: float) -> float:
+    if not math.isfinite(value) or value <= 0:
+        raise ImproperlyConfigured(f"{name}: expected a finite number above 0, got {value!r}")
+    return value
+
+
+def _at_least(name: str, value: int, minimum: int) -> int:
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name}: must be at least {minimum}, got {value}")
+    return value
+
+
+def _file(name: str, value: str | None) -> Path | None:
+    """The path of a file that must exist (None: not configured)."""
+    if value is None:
+        return None
+    if not Path(value).is_file():
+        raise ImproperlyConfigured(f"{name}: no such file {value!r}")
+    return Path(value)
+
+
+DJANGO_ENV = env.str("DJANGO_ENV", "development")
 if DJANGO_ENV not in {"development", "test", "production"}:
     raise ImproperlyConfigured(f"DJANGO_ENV: expected development, test or production, got {DJANGO_ENV!r}")
 PRODUCTION = DJANGO_ENV == "production"
 
 # Relative to the project (the Makefile passes VAR_DIR=var), made absolute: Django wants absolute cache and file
 # paths (caches.W003), whatever the working directory of the process.
-VAR_DIR = (BASE_DIR / env.str("VAR_DIR", "var", help="directory for SQLite files, broker queue, keys")).resolve()
+VAR_DIR = (BASE_DIR / env.str("VAR_DIR", "var")).resolve()
 PKI_DIR = VAR_DIR / "pki"
 
 # --- core ------------------------------------------------------------------------------------------------
 _DEV_SECRET = "django-insecure-development-only-key-never-use-in-production-0123456789"  # noqa: S105 - refused in production below
-SECRET_KEY = env.str(
-    "SECRET_KEY",
-    None if PRODUCTION else _DEV_SECRET,
-    help="Django secret key (required in production; SECRET_KEY_FILE also accepted)",
-    secret=True,
-)
+SECRET_KEY = env.str("SECRET_KEY", None if PRODUCTION else _DEV_SECRET)
 if PRODUCTION and (
     not SECRET_KEY or SECRET_KEY.startswith("django-insecure") or len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5
 ):
@@ -51,23 +87,22 @@ if PRODUCTION and (
         "SECRET_KEY: production needs a real secret key of at least 50 random characters "
         "(set SECRET_KEY or SECRET_KEY_FILE)"
     )
-DEBUG = env.bool("DEBUG", not PRODUCTION, help="Django debug pages; never true in production")
+DEBUG = env.bool("DEBUG", not PRODUCTION)
 if PRODUCTION and DEBUG:
     raise ImproperlyConfigured("DEBUG: must be false when DJANGO_ENV=production")
 
 ALLOWED_HOSTS = env.list(
-    "ALLOWED_HOSTS",
-    [] if PRODUCTION else ["127.0.0.1", "localhost", "[::1]", "testserver"],
-    help="host names the portal answers to (comma-separated; required in production)",
+    "ALLOWED_HOSTS", default=[] if PRODUCTION else ["127.0.0.1", "localhost", "[::1]", "testserver"]
 )
 if PRODUCTION and not ALLOWED_HOSTS:
     raise ImproperlyConfigured("ALLOWED_HOSTS: production needs the portal's host names")
 
-PORTAL_BASE_URL = env.url(
-    "PORTAL_BASE_URL",
-    *(() if PRODUCTION else ("http://127.0.0.1:8000",)),  # required in production
-    help="public address of the portal; the bank redirects PSUs back to it after SCA",
+# The public address of the portal; the bank redirects PSUs back to it after SCA. Required in production.
+PORTAL_BASE_URL = _http_url(
+    "PORTAL_BASE_URL", env.str("PORTAL_BASE_URL", None if PRODUCTION else "http://127.0.0.1:8000")
 )
+if PORTAL_BASE_URL is None:
+    raise ImproperlyConfigured("PORTAL_BASE_URL: this environment variable is required and is not set")
 if PRODUCTION and not PORTAL_BASE_URL.startswith("https://"):
     raise ImproperlyConfigured("PORTAL_BASE_URL: production serves the portal over https only")
 CSRF_TRUSTED_ORIGINS = [PORTAL_BASE_URL]
@@ -137,13 +172,11 @@ TEMPLATES = [
 ]
 
 # --- database --------------------------------------------------------------------------------------------
-DATABASES = {
-    "default": env.db(
-        "DATABASE_URL",
-        f"sqlite:///{VAR_DIR / 'portal.sqlite3'}",
-        help="portal database (sqlite:///path or postgres://user:pass@host:port/name)",
-    )
-}
+DATABASES = {"default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'portal.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] not in {"django.db.backends.sqlite3", "django.db.backends.postgresql"}:
+    raise ImproperlyConfigured("DATABASE_URL: unsupported database scheme (use sqlite:///path or postgres://...)")
+if not DATABASES["default"].get("NAME"):
+    raise ImproperlyConfigured("DATABASE_URL: the database URL names no database")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
@@ -161,7 +194,14 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- cache, broker ---------------------------------------------------------------------------------------
-REDIS_URL = env.redis_url("REDIS_URL", help="Redis for the Celery broker and the cache (unset: embedded)")
+REDIS_URL = env.str("REDIS_URL", None)  # the Celery broker and the cache; unset: embedded (files under VAR_DIR)
+if REDIS_URL:
+    try:
+        urlsplit(REDIS_URL).port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        raise ImproperlyConfigured("REDIS_URL: malformed port") from None
+    if urlsplit(REDIS_URL).scheme not in {"redis", "rediss"} or not urlsplit(REDIS_URL).hostname:
+        raise ImproperlyConfigured("REDIS_URL: expected redis://host:port/db, got a malformed address")
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
     CELERY_BROKER_URL = REDIS_URL
@@ -184,7 +224,7 @@ else:
         "control_folder": str(_queue / "control"),
         "store_processed": False,
     }
-CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", False, help="run tasks inline (tests only)")
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", False)  # tests only
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -197,25 +237,24 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # --- exchange rates and regulatory reporting (payments/rates.py, payments/selectors.py) -------------------
-NORGES_BANK_RATES_URL = env.url(
-    "NORGES_BANK_RATES_URL",
-    "https://data.norges-bank.no/api/data/EXR",
-    help="Norges Bank's SDMX data API, EXR dataflow (daily exchange rates)",
+# Norges Bank's SDMX data API, EXR dataflow (the daily exchange rates).
+NORGES_BANK_RATES_URL = _http_url(
+    "NORGES_BANK_RATES_URL", env.str("NORGES_BANK_RATES_URL", "https://data.norges-bank.no/api/data/EXR")
 )
-NORGES_BANK_TIMEOUT = env.float("NORGES_BANK_TIMEOUT", 20.0, help="seconds to wait for Norges Bank")
-# Regulatory code and information are required from this NOK amount (spec 2.1/8); for other currencies from
-# threshold * (1 - margin), since the bank converts at its own rate, not the middle rate we use.
+NORGES_BANK_TIMEOUT = _positive("NORGES_BANK_TIMEOUT", env.float("NORGES_BANK_TIMEOUT", 20.0))
+# The bank's rule (spec 2.1 and 8): regulatory code and information are required from 100 000 NOK.
 REGULATORY_THRESHOLD_NOK = Decimal("100000")
+# Safety margin for amounts in other currencies: the bank converts at its own rate and time, which differ from the
+# published middle rate we use by its spread and by the day's movement. From 5 % below the threshold (95 000 NOK
+# equivalent) we ask for the reporting fields, so a payment is not refused by the bank for lacking them. A NOK
+# amount needs no conversion: the threshold is exact for it.
 REGULATORY_MARGIN = Decimal("0.05")
-EXCHANGE_RATE_MAX_AGE_DAYS = 7  # an older rate does not decide: reporting is then required
+# A rate older than this (on the date of the payment) is not trusted to decide: reporting is then required.
+# 7 days covers weekends and Easter, when Norges Bank publishes nothing.
+EXCHANGE_RATE_MAX_AGE_DAYS = 7
 
 # --- the audit log of bank calls (tpp_portal.models.BankCall, pruned by tpp_portal.tasks.prune_bank_calls) ----
-BANK_CALL_RETENTION_DAYS = env.int(
-    "BANK_CALL_RETENTION_DAYS",
-    180,
-    minimum=1,
-    help="days the audit rows of bank calls are kept; older rows are deleted every night",
-)
+BANK_CALL_RETENTION_DAYS = _at_least("BANK_CALL_RETENTION_DAYS", env.int("BANK_CALL_RETENTION_DAYS", 180), 1)
 BANK_CALL_PRUNE_BATCH = 5000  # rows deleted per statement: short transactions, no long lock on the table
 
 # The one beat schedule of the product (schedules live in code; run exactly one beat process).
@@ -271,11 +310,7 @@ CELERY_BEAT_SCHEDULE = {
 # not the portal's guess. Known: the status is read shortly after each batch, overnight at least every
 # PAYMENT_POLL_BATCH_MAX_WAIT. Unknown (empty): the longer a status has not changed, the longer the wait, up to
 # PAYMENT_POLL_MAX_INTERVAL.
-_batch_times = env.list(
-    "BANK_BATCH_TIMES",
-    [],
-    help="the bank's payment batch times (UTC, HH:MM, comma-separated); empty: unknown, status polls back off",
-)
+_batch_times = env.list("BANK_BATCH_TIMES", default=[])
 try:
     BANK_BATCH_TIMES = tuple(sorted(dt_time.fromisoformat(value) for value in _batch_times))
 except ValueError:
@@ -296,57 +331,34 @@ PAYMENT_CALL_LEASE: timedelta | None = None
 
 # --- the bank --------------------------------------------------------------------------------------------
 _LOCAL_SANDBOX_BANK = "http://127.0.0.1:8001"  # `make bank`: the sandbox bank of this repository
-BANK_BASE_URL = env.url(
-    "BANK_BASE_URL",
-    _LOCAL_SANDBOX_BANK,
-    help="the bank's XS2A base address, with any path prefix (default: the local sandbox bank)",
-)
+BANK_BASE_URL = _http_url("BANK_BASE_URL", env.str("BANK_BASE_URL", _LOCAL_SANDBOX_BANK))  # with its path prefix
 # Only the embedded default bank is known to be a sandbox; any other bank, and production, must say so.
-BANK_IS_SANDBOX = env.bool(
-    "BANK_IS_SANDBOX",
-    not PRODUCTION and BANK_BASE_URL == _LOCAL_SANDBOX_BANK,
-    help="the bank offers the /v1/sandbox operations (the staff sandbox area); default true only for the "
-    "local sandbox bank outside production",
-)
+BANK_IS_SANDBOX = env.bool("BANK_IS_SANDBOX", not PRODUCTION and BANK_BASE_URL == _LOCAL_SANDBOX_BANK)
 _certs_hint = " (run `make certs` to create the development certificates)"
 try:
-    BANK_SIGNING_CERT = env.path(
-        "BANK_SIGNING_CERT",
-        str(PKI_DIR / "tpp-qseal.pem"),
-        help="PEM of the TPP's QSealC signing certificate",
-    )
-    BANK_SIGNING_KEY = env.path(
-        "BANK_SIGNING_KEY", str(PKI_DIR / "tpp-qseal.key"), help="PEM (PKCS#8, may be encrypted) of its key"
-    )
+    BANK_SIGNING_CERT = _file("BANK_SIGNING_CERT", env.str("BANK_SIGNING_CERT", str(PKI_DIR / "tpp-qseal.pem")))
+    BANK_SIGNING_KEY = _file("BANK_SIGNING_KEY", env.str("BANK_SIGNING_KEY", str(PKI_DIR / "tpp-qseal.key")))
 except ImproperlyConfigured as exc:
     raise ImproperlyConfigured(str(exc) + ("" if PRODUCTION else _certs_hint)) from None
-BANK_SIGNING_KEY_PASSPHRASE = env.str(
-    "BANK_SIGNING_KEY_PASSPHRASE", None, help="passphrase of an encrypted signing key", secret=True
-)
-BANK_CA_BUNDLE = env.path("BANK_CA_BUNDLE", None, help="PEM bundle trusted for the bank's TLS certificate")
-BANK_TLS_CLIENT_CERT = env.path("BANK_TLS_CLIENT_CERT", None, help="PEM of the QWAC TLS client certificate")
-BANK_TLS_CLIENT_KEY = env.path("BANK_TLS_CLIENT_KEY", None, help="PEM of the QWAC's key")
+BANK_SIGNING_KEY_PASSPHRASE = env.str("BANK_SIGNING_KEY_PASSPHRASE", None)
+BANK_CA_BUNDLE = _file("BANK_CA_BUNDLE", env.str("BANK_CA_BUNDLE", None))  # trusted for the bank's TLS certificate
+BANK_TLS_CLIENT_CERT = _file("BANK_TLS_CLIENT_CERT", env.str("BANK_TLS_CLIENT_CERT", None))  # the QWAC
+BANK_TLS_CLIENT_KEY = _file("BANK_TLS_CLIENT_KEY", env.str("BANK_TLS_CLIENT_KEY", None))
 if bool(BANK_TLS_CLIENT_CERT) != bool(BANK_TLS_CLIENT_KEY):
     raise ImproperlyConfigured("BANK_TLS_CLIENT_KEY: BANK_TLS_CLIENT_CERT and BANK_TLS_CLIENT_KEY go together")
-BANK_RESPONSE_CERT = env.path(
-    "BANK_RESPONSE_CERT", None, help="PEM of the bank's seal; every answer must be signed with it"
+BANK_RESPONSE_CERT = _file("BANK_RESPONSE_CERT", env.str("BANK_RESPONSE_CERT", None))  # the bank's seal
+BANK_TIMEOUT = _positive("BANK_TIMEOUT", env.float("BANK_TIMEOUT", 20.0))  # connect and read
+BANK_MAX_RESPONSE_BYTES = _at_least(
+    "BANK_MAX_RESPONSE_BYTES", env.int("BANK_MAX_RESPONSE_BYTES", 10 * 1024 * 1024), 1
 )
-BANK_TIMEOUT = env.float("BANK_TIMEOUT", 20.0, help="seconds to wait for the bank (connect and read)")
-BANK_MAX_RESPONSE_BYTES = env.int(
-    "BANK_MAX_RESPONSE_BYTES",
-    10 * 1024 * 1024,
-    minimum=1,
-    help="bytes of an answer the bank client reads at most; a longer answer is refused, not read",
-)
-BANK_ACCEPT_FIX = env.list(
+BANK_ACCEPT_FIX = env.list(  # the x-accept-fix values sent to the bank
     "BANK_ACCEPT_FIX",
-    [
+    default=[
         "amount-as-string",
         "cardaccount-switch-originalamount-and-transactionamount",
         "longer-names",
         "cash-account-type-iso",
     ],
-    help="x-accept-fix values sent to the bank",
 )
 if PRODUCTION and not BANK_BASE_URL.startswith("https://"):
     raise ImproperlyConfigured("BANK_BASE_URL: production talks to the bank over https only")
@@ -356,39 +368,27 @@ if PRODUCTION and not BANK_BASE_URL.startswith("https://"):
 # failures) into files of its own under METRICS_DIR (prometheus-client's multiprocess mode); the metrics process
 # (`manage.py serve_metrics`) sums them and adds the state read from the database at each scrape.
 METRICS_DIR = (
-    BASE_DIR
-    / env.str(
-        "METRICS_DIR",
-        str(VAR_DIR / "metrics"),
-        help="directory shared by every portal process for their metric counters (emptied before a start)",
-    )
+    BASE_DIR / env.str("METRICS_DIR", str(VAR_DIR / "metrics"))  # shared by every process; emptied before a start
 ).resolve()
-METRICS_BIND = env.str(
-    "METRICS_BIND",
-    "127.0.0.1:9100",
-    help="host:port of `manage.py serve_metrics` (never a public address)",
-)
+METRICS_BIND = env.str("METRICS_BIND", "127.0.0.1:9100")  # `manage.py serve_metrics`; never a public address
 _metrics_host, _colon, _metrics_port = METRICS_BIND.rpartition(":")
 if not _metrics_host or not _metrics_port.isdigit() or int(_metrics_port) > 65535:
     raise ImproperlyConfigured(f"METRICS_BIND: expected host:port, got {METRICS_BIND!r}")
 # Traces (OpenTelemetry: Django, requests, Celery, psycopg) only when an OTLP endpoint is set; error reports
 # (Sentry) only with a DSN. Both are scrubbed of PSU identifiers and personal data (tpp_portal/observability.py).
-OTEL_EXPORTER_OTLP_ENDPOINT = env.url(
-    "OTEL_EXPORTER_OTLP_ENDPOINT", None, help="OTLP collector address; set: traces are exported there"
+# The OTLP collector's address: set, traces are exported there.
+OTEL_EXPORTER_OTLP_ENDPOINT = _http_url(
+    "OTEL_EXPORTER_OTLP_ENDPOINT", env.str("OTEL_EXPORTER_OTLP_ENDPOINT", None)
 )
-OTEL_EXPORTER_OTLP_PROTOCOL = env.str(
-    "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf", help="http/protobuf (port 4318) or grpc (port 4317)"
-)
+OTEL_EXPORTER_OTLP_PROTOCOL = env.str("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 if OTEL_EXPORTER_OTLP_PROTOCOL not in {"http/protobuf", "grpc"}:
     raise ImproperlyConfigured(
         f"OTEL_EXPORTER_OTLP_PROTOCOL: expected http/protobuf or grpc, got {OTEL_EXPORTER_OTLP_PROTOCOL!r}"
     )
-OTEL_SERVICE_NAME = env.str("OTEL_SERVICE_NAME", "tpp-portal", help="service.name of the exported traces")
-SENTRY_DSN = env.str("SENTRY_DSN", None, help="Sentry DSN; set: errors are reported there", secret=True)
-SENTRY_ENVIRONMENT = env.str("SENTRY_ENVIRONMENT", DJANGO_ENV, help="environment name of Sentry's events")
-SENTRY_TRACES_SAMPLE_RATE = env.float(
-    "SENTRY_TRACES_SAMPLE_RATE", 0.0, positive=False, help="share of requests Sentry also traces (0 to 1)"
-)
+OTEL_SERVICE_NAME = env.str("OTEL_SERVICE_NAME", "tpp-portal")
+SENTRY_DSN = env.str("SENTRY_DSN", None)  # set: errors are reported there
+SENTRY_ENVIRONMENT = env.str("SENTRY_ENVIRONMENT", DJANGO_ENV)
+SENTRY_TRACES_SAMPLE_RATE = env.float("SENTRY_TRACES_SAMPLE_RATE", 0.0)
 if not 0 <= SENTRY_TRACES_SAMPLE_RATE <= 1:
     raise ImproperlyConfigured(f"SENTRY_TRACES_SAMPLE_RATE: expected 0 to 1, got {SENTRY_TRACES_SAMPLE_RATE}")
 # Certificates of the bank connection (tpp_portal/certificates.py): staff are warned this many days before one
@@ -477,12 +477,7 @@ MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = not PRODUCTION  # http://127.0.0.1 in devel
 # The client's address (the sign-in limits' key, and PSU-IP-Address: tpp_portal.clientip). Behind N trusted
 # reverse proxies it is the address they forwarded in X-Forwarded-For; with none, REMOTE_ADDR, and a client's
 # own X-Forwarded-For is ignored (it could otherwise pick the address it is limited under).
-TRUSTED_PROXY_COUNT = env.int(
-    "TRUSTED_PROXY_COUNT",
-    0,
-    minimum=0,
-    help="number of reverse proxies in front of the portal that set X-Forwarded-For (0: none)",
-)
+TRUSTED_PROXY_COUNT = _at_least("TRUSTED_PROXY_COUNT", env.int("TRUSTED_PROXY_COUNT", 0), 0)
 ALLAUTH_TRUSTED_PROXY_COUNT = TRUSTED_PROXY_COUNT  # users.adapter asks tpp_portal.clientip all the same
 # Pages marked users.security.sensitive_page (account data, payments) sign the user out after this many
 # seconds without any request; other pages keep the normal session lifetime.
@@ -499,24 +494,9 @@ ACCOUNT_REAUTHENTICATION_TIMEOUT = REAUTH_MAX_AGE
 # stored beside encrypted values (changing it orphans those hashes). Production requires both; elsewhere they
 # are DERIVED FROM SECRET_KEY, which is for development and tests only.
 FIELD_ENCRYPTION_KEYS = [
-    key.strip()
-    for key in (
-        env.str(
-            "FIELD_ENCRYPTION_KEYS",
-            None,
-            help="comma-separated Fernet keys for data at rest; the first encrypts (required in production)",
-            secret=True,
-        )
-        or ""
-    ).split(",")
-    if key.strip()
+    key.strip() for key in (env.str("FIELD_ENCRYPTION_KEYS", None) or "").split(",") if key.strip()
 ]
-FIELD_HASH_KEY = env.str(
-    "FIELD_HASH_KEY",
-    None,
-    help="key of the HMAC-SHA256 lookup hashes of encrypted values, 32+ characters (required in production)",
-    secret=True,
-)
+FIELD_HASH_KEY = env.str("FIELD_HASH_KEY", None)
 for _name, _value in (("FIELD_ENCRYPTION_KEYS", FIELD_ENCRYPTION_KEYS), ("FIELD_HASH_KEY", FIELD_HASH_KEY)):
     if PRODUCTION and not _value:
         raise ImproperlyConfigured(f"{_name}: required in production (or {_name}_FILE)")
@@ -538,17 +518,13 @@ if len(FIELD_HASH_KEY) < 32:
 
 # E-mail (password resets, consent reminders). The console backend writes whole messages, reset links
 # included, to standard output: development only. Production needs a real server.
-_email = env.email(
-    "EMAIL_URL",
-    "consolemail://",
-    help="e-mail server, e.g. smtp+tls://user:password@smtp.example.com:587 (EMAIL_URL_FILE accepted)",
-)
+_email = env.email_url("EMAIL_URL", default="consolemail://")  # e.g. smtp+tls://user:password@host:587
 if PRODUCTION and not _email["EMAIL_BACKEND"].endswith("smtp.EmailBackend"):
     raise ImproperlyConfigured("EMAIL_URL: production needs an SMTP server (smtp:// or smtp+tls://)")
 # EMAIL_BACKEND, EMAIL_HOST, EMAIL_PORT, EMAIL_HOST_USER, EMAIL_HOST_PASSWORD, EMAIL_USE_TLS, ...
 globals().update(_email)
 EMAIL_TIMEOUT = 20
-DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", "no-reply@fjordpay.invalid", help="sender of e-mails")
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", "no-reply@fjordpay.invalid")
 
 # --- i18n, time ------------------------------------------------------------------------------------------
 LANGUAGE_CODE = "en"
@@ -560,7 +536,7 @@ TIME_ZONE = "Europe/Oslo"  # shown to users; storage is UTC (USE_TZ)
 
 # --- static files ----------------------------------------------------------------------------------------
 STATIC_URL = "static/"
-STATIC_ROOT = Path(env.str("STATIC_ROOT", str(VAR_DIR / "staticfiles"), help="where collectstatic writes"))
+STATIC_ROOT = Path(env.str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 if not PRODUCTION:
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise expects it; production runs collectstatic
@@ -595,7 +571,7 @@ CONTENT_SECURITY_POLICY = {
     }
 }
 if PRODUCTION:
-    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", True, help="redirect http to https (production)")
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", True)
     if TRUSTED_PROXY_COUNT:  # only a trusted proxy may say the request came over https
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_HSTS_SECONDS = 31_536_000
@@ -605,8 +581,8 @@ if PRODUCTION:
     CSRF_COOKIE_SECURE = True
 
 # --- logging ---------------------------------------------------------------------------------------------
-LOG_LEVEL = env.str("LOG_LEVEL", "INFO", help="root log level")
-LOG_JSON = env.bool("LOG_JSON", PRODUCTION, help="one JSON line per event (default in production)")
+LOG_LEVEL = env.str("LOG_LEVEL", "INFO")
+LOG_JSON = env.bool("LOG_JSON", PRODUCTION)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

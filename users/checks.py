@@ -19,8 +19,4 @@ def check_session_security(app_configs=None, **kwargs):
         AUTH_MIDDLEWARE
     ):
         errors.append(Error(f"{ACTIVITY_MIDDLEWARE} must come after {AUTH_MIDDLEWARE}", id="users.E002"))
-    for name in ("SENSITIVE_IDLE_TIMEOUT", "REAUTH_MAX_AGE"):
-        value = getattr(settings, name, None)
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            errors.append(Error(f"{name} must be a positive number of seconds, got {value!r}", id="users.E003"))
     return errors

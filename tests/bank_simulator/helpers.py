@@ -118,9 +118,7 @@ def conforms(tpp: LiveTpp, case) -> None:
         and all(32 <= ord(c) < 127 for c in str(v))
     }
     headers = {"Date": http_date(), "X-Request-ID": str(uuid.uuid4()), **generated}
-    signed = sign_request(
-        method, target, headers, body, tpp.signer.key, tpp.signer.certificate
-    )
+    signed = sign_request(method, target, headers, body, tpp.signer.key, tpp.signer.certificate)
     if body is not None:
         signed["Content-Type"] = "application/json"
     response = requests.request(method, prepared.url, data=body, headers=signed, timeout=30, allow_redirects=False)

@@ -92,9 +92,7 @@ def test_a_replay_is_refused_whichever_process_receives_it(live_bank):  # noqa: 
     bank's database, where the seen signatures are): exactly one answer 200."""
     tpp = LiveTpp(live_bank)
     target = "/v1/sandbox/customers"
-    signed = sign_request(
-        "GET", target, tpp.headers(), None, tpp.signer.key, tpp.signer.certificate
-    )
+    signed = sign_request("GET", target, tpp.headers(), None, tpp.signer.key, tpp.signer.certificate)
 
     def send(_: int) -> requests.Response:
         return requests.get(live_bank + target, headers=signed, timeout=30)

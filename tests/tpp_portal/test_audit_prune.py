@@ -82,7 +82,7 @@ def read_setting(**env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_retention_comes_from_the_environment_and_is_scheduled_nightly():
-    assert portal_settings.env.variables["BANK_CALL_RETENTION_DAYS"].default == "180"
+    assert portal_settings.env.variables["BANK_CALL_RETENTION_DAYS"] == "180"
     assert read_setting(BANK_CALL_RETENTION_DAYS="30").stdout.strip().splitlines()[-1] == "30"
     refused = read_setting(BANK_CALL_RETENTION_DAYS="0")
     assert refused.returncode != 0 and "BANK_CALL_RETENTION_DAYS" in refused.stderr

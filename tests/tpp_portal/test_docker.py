@@ -263,7 +263,7 @@ def test_the_metrics_service_is_reachable_on_the_compose_network_only():
     template = PROXY_TEMPLATE.read_text()
     assert "metrics" not in template and "9100" not in template, "the proxy must not route to the metrics service"
     # The settings' own default, for `make run` and a bare `manage.py serve_metrics`, is loopback.
-    assert portal_settings.env.variables["METRICS_BIND"].default.startswith("127.0.0.1:")
+    assert portal_settings.env.variables["METRICS_BIND"].startswith("127.0.0.1:")
 
 
 def test_every_process_that_counts_metrics_shares_the_metrics_folder():
