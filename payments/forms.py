@@ -217,8 +217,8 @@ class CrossBorderPaymentForm(forms.Form):
     creditor_country = forms.ChoiceField(label=_("Country"), required=False)
     remittance_information = _text(
         _("Message to the recipient"),
-        max_length=Limits.REMITTANCE_MAX,
-        validators=[v.validate_remittance_information],
+        max_length=Limits.MESSAGE_MAX,
+        validators=[v.validate_message],
     )
     purpose_code = forms.ChoiceField(
         label=_("Purpose"),
@@ -409,11 +409,11 @@ class CrossBorderPaymentForm(forms.Form):
         )
 
     def bank_body(self) -> dict:
-        """The exact JSON body of spec 2.1 the bank will receive (shown on the review page)."""
+        """The JSON body of spec 2.1 for what was typed (the payment puts its reference first in the message)."""
         return initiation_body(self.instruction())
 
     def bank_body_json(self) -> bytes:
-        """The exact bytes of that body, as sent and digested."""
+        """That body as bytes, compact UTF-8 as sent."""
         return initiation_body_json(self.instruction())
 
 

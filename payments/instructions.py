@@ -9,7 +9,9 @@ the form uses the same per-field validators and ``cross_field_errors``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
@@ -78,6 +80,23 @@ class PaymentInstruction:
     requested_execution_date: date | None = None
     regulatory_reporting_code: str = ""
     regulatory_reporting_information: str = ""
+
+
+# The portal's payment reference: "FP" and 8 characters of Crockford's base32 (no I, L, O or U to misread).
+REFERENCE_PREFIX = "FP"
+_REFERENCE_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def new_reference() -> str:
+    size = v.Limits.REFERENCE_LENGTH - len(REFERENCE_PREFIX)
+    return REFERENCE_PREFIX + "".join(secrets.choice(_REFERENCE_ALPHABET) for _ in range(size))
+
+
+def with_reference(instruction: PaymentInstruction, reference: str) -> PaymentInstruction:
+    """The instruction with ``reference`` first in its message to the recipient (the spec warns the message may
+    be truncated in processing: the end goes first)."""
+    message = f"{reference} {instruction.remittance_information}".rstrip()
+    return dataclasses.replace(instruction, remittance_information=message)
 
 
 def format_amount(amount: Decimal, currency: str) -> str:

@@ -96,6 +96,8 @@ class PaymentState(models.TextChoices):
     the bank is called) -> one of: INITIATED (the bank answered with a paymentId), REFUSED (the bank answered
     4xx: nothing exists at the bank), OUTCOME_UNKNOWN (timeout or 5xx: reconciliation finds out). INITIATED ->
     AUTHORISING (the PSU was sent to SCA) -> AWAITING_STATUS (polling until a final bank status) -> FINAL.
+    OUTCOME_UNKNOWN -> UNCONFIRMED (the bank refused the replay: it may or may not hold the payment) -> FOUND
+    (the portal's reference was seen in a debit of the debtor account: the bank has it).
     """
 
     DRAFT = "draft", _("Not sent")
@@ -103,6 +105,7 @@ class PaymentState(models.TextChoices):
     OUTCOME_UNKNOWN = "outcome_unknown", _("Checking with the bank")
     REFUSED = "refused", _("Refused by the bank")
     UNCONFIRMED = "unconfirmed", _("Sent; check with your bank")
+    FOUND = "found", _("Found in your account")
     INITIATED = "initiated", _("Waiting for your approval")
     AUTHORISING = "authorising", _("Being approved at the bank")
     AWAITING_STATUS = "awaiting_status", _("Processing at the bank")
@@ -144,6 +147,9 @@ class Payment(models.Model):
     idempotency_key = models.UUIDField("idempotency key", unique=True, editable=False)
     request_id = models.UUIDField("X-Request-ID of the initiation", unique=True, editable=False)
     tpp_session_id = models.CharField("TPP-Session-ID of the initiation", max_length=64, blank=True)
+    # The portal's reference, first in the message to the recipient (remittanceInformationUnstructured), so that
+    # a payment the bank did not confirm (UNCONFIRMED) can be found in the debtor account's transactions.
+    reference = models.CharField("portal reference", max_length=10, blank=True, db_index=True, editable=False)
     body_json = models.TextField("instruction as sent", help_text="The exact JSON bytes signed and sent.")
     # What the user typed (the form's data), to fill the form again for "Edit" (which makes a new payment).
     form_data = models.JSONField("form as typed", default=dict, blank=True)
@@ -238,6 +244,7 @@ class PaymentEventKind(models.TextChoices):
     BANK_ERROR = "bank_error", _("Bank error")
     OUTCOME_UNKNOWN = "unknown", _("Outcome unknown")
     RECONCILED = "reconciled", _("Reconciled with the bank")
+    FOUND = "found", _("Found in your account")
 
 
 class PaymentEvent(models.Model):

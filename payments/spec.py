@@ -130,6 +130,10 @@ class Limits:
     IBAN_MAX = 34
     REMITTANCE_MIN = 1
     REMITTANCE_MAX = 140
+    # The message the user may type: the portal puts its payment reference (REFERENCE_LENGTH characters and a
+    # space) in front of it, so the payment can be found in the debtor account's transactions.
+    REFERENCE_LENGTH = 10
+    MESSAGE_MAX = REMITTANCE_MAX - REFERENCE_LENGTH - 1
     REGULATORY_INFORMATION_MAX = 140
     COUNTRY_LENGTH = 2
     CURRENCY_LENGTH = 3

@@ -94,3 +94,11 @@ def dispatch_due_reconciliations() -> int:
     for payment_id in ids:
         reconcile_payment.delay(payment_id)
     return len(ids)
+
+
+@shared_task(name="payments.find_unconfirmed_payments", ignore_result=True)
+def find_unconfirmed_payments() -> int:
+    """Look for the payments the bank did not confirm in their debtor accounts' stored transactions (beat)."""
+    from payments.services.initiation import unconfirmed_find_all
+
+    return unconfirmed_find_all()

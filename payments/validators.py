@@ -131,6 +131,11 @@ def validate_remittance_information(value: str) -> None:
     validate_text(value, max_length=Limits.REMITTANCE_MAX, min_length=Limits.REMITTANCE_MIN)
 
 
+def validate_message(value: str) -> None:
+    """The message the user types: the portal's reference goes in front of it (payments.instructions)."""
+    validate_text(value, max_length=Limits.MESSAGE_MAX, min_length=Limits.REMITTANCE_MIN)
+
+
 def validate_regulatory_reporting_information(value: str) -> None:
     validate_text(value, max_length=Limits.REGULATORY_INFORMATION_MAX)
 

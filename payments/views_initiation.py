@@ -88,7 +88,6 @@ def _draft_from_form(request, product: str, form, choices, *, replaces=None, all
         context=context,
         connection=connection,
         instruction=form.instruction(),
-        body_json=form.bank_body_json(),
         form_data={key: value for key, value in form.data.items() if key in form.fields},
         nok_equivalent=equivalent,
         allow_logical_duplicate=allow_duplicate,
@@ -300,6 +299,9 @@ def payment_reconcile(request, pk):
     payment = payment_owned(user=request.user, pk=pk)
     if payment.state not in (PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN, PaymentState.UNCONFIRMED):
         return redirect(payment_page(payment))
+    if payment.state == PaymentState.UNCONFIRMED and initiation.unconfirmed_find(payment_id=payment.pk):
+        messages.success(request, initiation.FOUND_MESSAGE)
+        return redirect("payment-detail", payment.pk)
     if payment.state == PaymentState.UNCONFIRMED:
         form = NotAtTheBankForm(request.POST if request.method == "POST" else None)
         if request.method == "POST" and form.is_valid():

@@ -22,7 +22,7 @@ from payments import selectors
 from payments.forms_list import PaymentListFilterForm
 from payments.models import Payment, PaymentState
 from payments.services import cancellation
-from payments.services.initiation import UNCONFIRMED_MESSAGE
+from payments.services.initiation import FOUND_MESSAGE, UNCONFIRMED_MESSAGE
 from payments.services.polling import payment_poll
 from payments.status import StatusText, status_text
 from tpp_portal import csvsafe
@@ -48,6 +48,8 @@ def _context(request, payment: Payment) -> dict:
         status = StatusText(
             code="", label=payment.get_state_display(), meaning=str(UNCONFIRMED_MESSAGE), tone="warn"
         )
+    elif payment.state == PaymentState.FOUND:  # no bank status either: the bank's transactions show it
+        status = StatusText(code="", label=payment.get_state_display(), meaning=str(FOUND_MESSAGE), tone="ok")
     return {
         "payment": payment,
         "status": status,
@@ -58,7 +60,8 @@ def _context(request, payment: Payment) -> dict:
         "timeline": selectors.timeline(payment),
         "insufficient_funds": payment.transaction_status == "ACCP" and payment.funds_available is False,
         "live": not payment.is_final
-        and payment.state not in (PaymentState.DRAFT, PaymentState.REFUSED, PaymentState.UNCONFIRMED),
+        and payment.state
+        not in (PaymentState.DRAFT, PaymentState.REFUSED, PaymentState.UNCONFIRMED, PaymentState.FOUND),
         "page_url": request.build_absolute_uri(reverse("payment-detail", args=[payment.pk])),
     }
 

@@ -287,6 +287,12 @@ CELERY_BEAT_SCHEDULE = {
         # (Payment.reconcile_at) is due: reconciliation resumes after a restart.
         "schedule": 60.0,
     },
+    "find-unconfirmed-payments": {
+        "task": "payments.find_unconfirmed_payments",
+        # Payments the bank did not confirm (UNCONFIRMED) are looked for in their debtor accounts' transactions,
+        # as the account refreshes store them: found, the user is told the bank has the payment.
+        "schedule": 300.0,
+    },
     "plan-account-refreshes": {
         "task": "accounts.plan_refreshes",
         # Enqueues the unattended refreshes of accounts whose next_refresh_at is due (every 6 hours + jitter per

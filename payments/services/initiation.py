@@ -32,8 +32,15 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from accounts import selectors as account_selectors
 from connections.models import BankConnection, ConnectionState, PsuContextChoice
-from payments.instructions import BANK_PATH_TO_FIELD
+from payments.instructions import (
+    BANK_PATH_TO_FIELD,
+    PaymentInstruction,
+    initiation_body_json,
+    new_reference,
+    with_reference,
+)
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentProduct, PaymentState
 from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client
 from xs2a import models as bank_models
@@ -63,6 +70,10 @@ RECONCILE_DELAYS = (
 UNCONFIRMED_MESSAGE = gettext_lazy(
     "The bank did not confirm whether it received this payment. Check your account at the bank before you try "
     "again: it may have the payment already."
+)
+#: What the user is told about a payment found in their account's transactions (FOUND).
+FOUND_MESSAGE = gettext_lazy(
+    "The bank has this payment: we found it in your account's transactions. Do not send it again."
 )
 #: A reconciler holds the payment this long (a conditional UPDATE of reconcile_at claims it).
 RECONCILE_LEASE = timedelta(minutes=2)
@@ -122,14 +133,14 @@ def payment_draft_create(
     product: str,
     context: str,
     connection: BankConnection | None,
-    instruction,
-    body_json: bytes,
+    instruction: PaymentInstruction,
     form_data: dict,
     nok_equivalent: Decimal | None = None,
     allow_logical_duplicate: bool = False,
     replaces: Payment | None = None,
 ) -> Payment:
-    """A reviewed, unsent payment: its idempotency key and X-Request-ID are made now; the body is frozen.
+    """A reviewed, unsent payment: its idempotency key, X-Request-ID and reference are made now; the body is
+    frozen (the instruction, the reference first in its message to the recipient).
 
     ``replaces``: the draft this one was edited from; it is removed when still unsent (a submitted payment is
     never edited nor removed).
@@ -139,6 +150,8 @@ def payment_draft_create(
     if connection is not None and connection.user_id != user.pk:
         raise ValueError("the connection is not the user's")
     creditor = instruction.creditor_account
+    reference = new_reference()
+    body_json = initiation_body_json(with_reference(instruction, reference))
     with transaction.atomic():
         payment = Payment.objects.create(
             user=user,
@@ -148,6 +161,7 @@ def payment_draft_create(
             state=PaymentState.DRAFT,
             idempotency_key=uuid.uuid4(),
             request_id=uuid.uuid4(),
+            reference=reference,
             body_json=body_json.decode("utf-8"),
             form_data=form_data,
             allow_logical_duplicate=allow_logical_duplicate,
@@ -418,6 +432,52 @@ def _store_unconfirmed(payment: Payment, error: Xs2aError, *, actor, flush_audit
                 % {"text": text[:300]},
             )
     return updated == 1
+
+
+def unconfirmed_find(*, payment_id: int) -> bool:
+    """An UNCONFIRMED payment whose reference shows in a debit of its debtor account (as the bank reported the
+    account's transactions) becomes FOUND: the bank has it, and the user is no longer offered to make it anew.
+    Reads stored transactions only (no bank call); True when the payment was found now."""
+    payment = (
+        Payment.objects.filter(pk=payment_id, state=PaymentState.UNCONFIRMED).exclude(reference="").first()
+    )
+    if payment is None:
+        return False
+    match = account_selectors.debits_mentioning(
+        user=payment.user, account_number=payment.debtor_account, text=payment.reference
+    ).first()
+    if match is None:
+        return False
+    now = timezone.now()
+    with transaction.atomic():
+        updated = Payment.objects.filter(pk=payment.pk, state=PaymentState.UNCONFIRMED).update(
+            state=PaymentState.FOUND, updated_at=now
+        )
+        if updated == 1:
+            PaymentEvent.objects.create(
+                payment=payment,
+                at=now,
+                kind=PaymentEventKind.FOUND,
+                detail=_("%(status)s in the account on %(date)s: %(amount)s %(currency)s")
+                % {
+                    "status": match.get_status_display(),
+                    "date": match.booking_date.isoformat() if match.booking_date else "-",
+                    "amount": match.amount,
+                    "currency": match.currency,
+                },
+            )
+    return updated == 1
+
+
+def unconfirmed_find_all(*, limit: int = 500) -> int:
+    """``unconfirmed_find`` for every UNCONFIRMED payment (beat, every few minutes): how many were found."""
+    ids = list(
+        Payment.objects.filter(state=PaymentState.UNCONFIRMED)
+        .exclude(reference="")
+        .order_by("id")
+        .values_list("id", flat=True)[:limit]
+    )
+    return sum(unconfirmed_find(payment_id=payment_id) for payment_id in ids)
 
 
 def payment_submit(

@@ -75,7 +75,7 @@ instruction = PaymentInstruction(
 )
 payment = initiation.payment_draft_create(
     user=user, product="norwegian-cross-border-credit-transfers", context="PRIVATE", connection=connection,
-    instruction=instruction, body_json=initiation_body_json(instruction), form_data={},
+    instruction=instruction, form_data={},
 )
 presence = PsuContext(ip_address="127.0.0.1", http_method="POST", user_agent="fault tests")
 outcome = initiation.payment_submit(

@@ -243,7 +243,8 @@ def test_consented_accounts_are_a_choice():
         ({"creditor_city": "Berlin\u202e"}, "creditor_city", "unprocessable_characters"),
         ({"creditor_country": "XK"}, "creditor_country", "invalid_choice"),
         ({"creditor_country": ""}, "creditor_country", "address_country_required"),
-        ({"remittance_information": "R" * 141}, "remittance_information", "max_length"),
+        # 129: the portal's reference and a space go in front of the message (140 in all).
+        ({"remittance_information": "R" * 130}, "remittance_information", "max_length"),
         ({"remittance_information": "Takk 🎉"}, "remittance_information", "unprocessable_characters"),
         ({"regulatory_reporting_information": "I" * 141}, "regulatory_reporting_information", "max_length"),
         ({"regulatory_reporting_code": "30"}, "regulatory_reporting_code", "invalid_choice"),
@@ -439,3 +440,8 @@ def test_format_amount_never_rounds():
         format_amount(Decimal("1.005"), "EUR")
     with pytest.raises(TypeError):
         format_amount(1.5, "EUR")
+
+
+def test_the_message_leaves_room_for_the_portals_reference():
+    assert typed(remittance_information="R" * 129).is_valid()
+    assert not typed(remittance_information="R" * 130).is_valid()

@@ -311,6 +311,112 @@ def test_a_refused_replay_is_never_a_refusal_the_payment_may_exist(bank, alice, 
     assert len(bank.initiations) == 2  # nothing sent: the new payment is made from the form and reviewed
 
 
+def _debit(account, *, remittance: str, amount: str = "-150000.00", status: str = "booked"):
+    from accounts.models import Transaction
+
+    now = timezone.now()
+    return Transaction.objects.create(
+        account=account,
+        transaction_id=f"tx-{uuid.uuid4()}",
+        status=status,
+        booking_date=now.date(),
+        amount=Decimal(amount),
+        currency="NOK",
+        remittance=remittance,
+        fingerprint=uuid.uuid4().hex,
+        first_seen_at=now,
+        updated_at=now,
+    )
+
+
+def _unconfirmed(bank, alice, connection) -> Payment:
+    draft = _draft(alice, connection, reference="FP7K3M9Q2A")
+    payment = _unknown(bank, draft, alice)
+    bank.raise_on_initiate.append(
+        FormatError("conflict", status=409, tpp_messages=[TppMessage("ERROR", "CONFLICT", None, "seen before")])
+    )
+    initiation.payment_reconcile(payment_id=payment.pk)
+    payment.refresh_from_db()
+    assert payment.state == PaymentState.UNCONFIRMED
+    return payment
+
+
+def test_an_unconfirmed_payment_is_found_by_its_reference_in_the_debtor_accounts_debits(bank, alice, alice_client):
+    connection = BankConnectionFactory(user=alice)
+    debtor = BankAccountFactory(connection=connection, iban="NO9386011117947")
+    payment = _unconfirmed(bank, alice, connection)
+    # Not a match: the reference in money coming in, in another of her accounts, or another reference.
+    _debit(debtor, remittance="FP7K3M9Q2A refund", amount="150000.00")
+    _debit(BankAccountFactory(connection=connection), remittance="FP7K3M9Q2A Rechnung")
+    _debit(debtor, remittance="FP7K3M9Q2B Rechnung")
+    # Someone else's account with the same number (another user's connection) does not count either.
+    _debit(BankAccountFactory(iban="NO9386011117947"), remittance="FP7K3M9Q2A Rechnung")
+    assert initiation.unconfirmed_find_all() == 0
+    payment.refresh_from_db()
+    assert payment.state == PaymentState.UNCONFIRMED
+
+    page = alice_client.get(f"/payments/{payment.pk}/reconcile/")
+    assert "FP7K3M9Q2A" in page.content.decode()  # the user is told what to look for
+
+    _debit(debtor, remittance="fp7k3m9q2a Rechnung", status="pending")  # as the bank reported it
+    from payments.tasks import find_unconfirmed_payments
+
+    assert find_unconfirmed_payments() == 1
+    payment.refresh_from_db()
+    assert payment.state == PaymentState.FOUND
+    (event,) = payment.events.filter(kind=PaymentEventKind.FOUND)
+    assert "-150000" in event.detail and "Pending" in event.detail
+    assert initiation.unconfirmed_find_all() == 0  # once
+    # The form is no longer offered: the reconcile page sends her to the payment, which says the bank has it.
+    again = alice_client.post(f"/payments/{payment.pk}/reconcile/", {"checked": "on"})
+    assert again.status_code == 302 and again["Location"] == f"/payments/{payment.pk}/"
+    detail = alice_client.get(f"/payments/{payment.pk}/").content.decode()
+    assert "The bank has this payment" in detail
+    assert len(bank.initiations) == 2  # nothing sent anew
+
+
+def test_the_reconcile_page_looks_for_the_payment_before_offering_the_form(bank, alice, alice_client):
+    connection = BankConnectionFactory(user=alice)
+    debtor = BankAccountFactory(connection=connection, iban="NO9386011117947")
+    payment = _unconfirmed(bank, alice, connection)
+    _debit(debtor, remittance="FP7K3M9Q2A Rechnung")
+
+    response = alice_client.post(f"/payments/{payment.pk}/reconcile/", {"checked": "on"})
+
+    assert response.status_code == 302 and response["Location"] == f"/payments/{payment.pk}/"
+    payment.refresh_from_db()
+    assert payment.state == PaymentState.FOUND
+
+
+def test_a_draft_carries_its_reference_first_in_the_message(alice):
+    from payments.instructions import AccountReference, PaymentInstruction
+
+    instruction = PaymentInstruction(
+        debtor_account=AccountReference(currency="NOK", iban="NO9386011117947"),
+        amount=Decimal("150000.00"),
+        currency="NOK",
+        creditor_name="Müller Maschinenbau GmbH",
+        creditor_account=AccountReference(currency="EUR", iban="DE89370400440532013000"),
+        remittance_information="Rechnung 2026-1187",
+    )
+    drafts = [
+        initiation.payment_draft_create(
+            user=alice,
+            product="norwegian-cross-border-credit-transfers",
+            context="PRIVATE",
+            connection=BankConnectionFactory(user=alice),
+            instruction=instruction,
+            form_data={},
+        )
+        for _ in range(2)
+    ]
+    for payment in drafts:
+        assert len(payment.reference) == 10 and payment.reference.startswith("FP")
+        body = json.loads(payment.body_json)
+        assert body["remittanceInformationUnstructured"] == f"{payment.reference} Rechnung 2026-1187"
+    assert drafts[0].reference != drafts[1].reference
+
+
 def test_due_reconciliations_are_dispatched(bank, draft, alice, monkeypatch):
     payment = _unknown(bank, draft, alice)
     sent = []
