@@ -16,13 +16,14 @@ from accounts.models import (
     BALANCE_TYPE_LABELS,
     UNATTENDED_CALLS_PER_DAY,
     UNATTENDED_WINDOW,
+    AccountKind,
     BalanceSnapshot,
     BankAccount,
     RefreshCall,
     Transaction,
     TransactionStatus,
 )
-from connections.models import ConnectionState
+from connections.models import ConnectionAccess, ConnectionState
 from tpp_portal.money import minor_units
 from users.security import get_owned_or_404
 
@@ -556,3 +557,29 @@ def transaction_facts(*, transaction: Transaction, details: dict[str, Any] | Non
         bank_transaction_code=" / ".join(code for code in codes if code),
         record=_record_pairs(record),
     )
+
+
+# --- the account a payment is made from (payments' review page) -----------------------------------------------
+
+
+def payable_account(*, user: Any, number: str, connection_id: int | None = None) -> BankAccount | None:
+    """The user's consented account (not a card account) numbered ``number`` (IBAN or BBAN; spaces and letter
+    case ignored) on an active account-information connection, that of ``connection_id`` first; None when no
+    consent of the user covers it."""
+    number = "".join(number.split()).upper()
+    if not number:
+        return None
+    accounts = (
+        BankAccount.objects.filter(
+            Q(iban=number) | Q(bban=number),
+            connection__user=user,
+            connection__state=ConnectionState.ACTIVE,
+            connection__access=ConnectionAccess.ACCOUNTS,
+            kind=AccountKind.ACCOUNT,
+            consented=True,
+        )
+        .select_related("connection")
+        .order_by("pk")
+    )
+    found = list(accounts)
+    return next((a for a in found if a.connection_id == connection_id), found[0] if found else None)

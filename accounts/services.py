@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
@@ -272,3 +273,58 @@ def transaction_details_read(
     Transaction.objects.filter(pk=transaction.pk).update(details=record, details_read_at=read_at)
     transaction.details, transaction.details_read_at = record, read_at
     return TransactionDetails(record=record, read_at=read_at)
+
+
+# --- the available balance of an account, read while the user is present (payments' review page) ----------
+
+#: The balance types that say what can be spent now, in the order they are preferred: the bank's available
+#: balance of the moment, else its expected balance (booked and pending items counted).
+AVAILABLE_BALANCE_TYPES = ("interimAvailable", "expected")
+
+
+@dataclass(frozen=True)
+class AvailableBalance:
+    """What the bank says can be spent from an account now: ``amount`` None when the bank's answer had no
+    available balance, or ``problem`` (a FetchProblem value) when the bank could not be asked."""
+
+    amount: Decimal | None = None
+    currency: str = ""
+    balance_type: str = ""
+    read_at: datetime | None = None
+    problem: str | None = None
+
+
+def account_available_balance_read(*, account: BankAccount, presence: PsuContext, actor: Any) -> AvailableBalance:
+    """The account's balances read from the bank with the PSU present (PSU-IP-Address: it never counts against
+    the unattended allowance) and stored as the account's latest balances; the first of
+    AVAILABLE_BALANCE_TYPES the bank gave is returned."""
+    connection = account.connection
+    if (
+        connection.state != ConnectionState.ACTIVE
+        or connection.access != ConnectionAccess.ACCOUNTS
+        or not account.consented
+        or account.kind != AccountKind.ACCOUNT
+    ):
+        return AvailableBalance(problem=FetchProblem.NEEDS_RECONNECT)
+    psu = ais_psu(connection, presence)
+    try:
+        with bank_audit_context(user=actor, obj=account):
+            answer = bank_client().accounts.balances(account.resource_id, psu=psu)
+    except Xs2aError as error:
+        return AvailableBalance(problem=bank_problem(connection=connection, error=error, actor=actor).problem)
+    now = timezone.now()
+    with transaction.atomic():
+        _balances_store(
+            {(account.kind, account.resource_id): account}, {(account.kind, account.resource_id): answer}, now
+        )
+    by_type = {b.balance_type: b for b in answer.balances}
+    for balance_type in AVAILABLE_BALANCE_TYPES:
+        balance = by_type.get(balance_type)
+        if balance is not None:
+            return AvailableBalance(
+                amount=balance.balance_amount.amount,
+                currency=balance.balance_amount.currency,
+                balance_type=balance_type,
+                read_at=now,
+            )
+    return AvailableBalance(read_at=now)
