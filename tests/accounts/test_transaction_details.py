@@ -183,3 +183,26 @@ def test_another_users_transaction_is_404_and_asks_the_bank_nothing(request, tx,
 
     assert browser.get(f"/bank/transactions/{tx.pk}/").status_code == 404
     assert bank.requests == [] and not BankCall.objects.exists()
+
+
+@pytest.mark.live_bank
+def test_against_the_sandbox_bank_the_details_add_what_the_list_does_not_carry(live_bank, alice_client, alice):
+    from accounts.models import BankAccount
+    from tests.live_bank import portal_connect
+
+    portal_connect(alice_client)
+    current = BankAccount.objects.get(connection__user=alice, name="Brukskonto")
+    alice_client.post(f"/bank/accounts/{current.pk}/refresh/", REMOTE_ADDR="203.0.113.9")
+    # A card purchase: the sandbox bank tells "Varekjøp" only in the details answer.
+    tx = Transaction.objects.filter(
+        account=current, status=TransactionStatus.BOOKED, raw__proprietaryBankTransactionCode="R_741"
+    ).first()
+    assert tx is not None and "additionalInformationProprietary1" not in tx.raw
+    BankCall.objects.all().delete()
+
+    html = _page(alice_client, tx)
+    _page(alice_client, tx)
+
+    assert "From the bank</dt><dd>Varekjøp" in html and tx.transaction_id not in html
+    (call,) = _details_calls()
+    assert call.status == 200 and call.psu_present

@@ -15,6 +15,7 @@ from accounts.models import BalanceSnapshot, RefreshCall
 from payments.selectors import funds_check
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
 from tests.fake_bank import FakeBank, booked
+from tests.live_bank import live_bank, live_bank_server  # noqa: F401 - the fixtures of the live test
 from tests.payments.test_initiation import _draft
 from tpp_portal.models import BankCall
 
@@ -165,3 +166,26 @@ def test_an_old_stored_balance_is_not_used_when_the_bank_fails(alice_client, ali
     html = _review(alice_client, payment)
 
     assert WARNING not in html and "10.00 NOK" not in html
+
+
+@pytest.mark.live_bank
+def test_against_the_sandbox_bank(live_bank, alice_client, alice):  # noqa: F811
+    from tests.live_bank import portal_connect
+    from tests.payments.journeys import account_named, cross_border, draft
+    from tpp_portal.templatetags.portal_format import money
+
+    portal_connect(alice_client)
+    account = account_named(alice, "Brukskonto")
+    payment = draft(alice_client, cross_border(str(account.pk)))  # 150 000 NOK
+    BankCall.objects.all().delete()
+
+    html = _review(alice_client, payment)
+
+    available = BalanceSnapshot.objects.filter(account=account, balance_type="interimAvailable").latest(
+        "fetched_at"
+    )
+    assert available.fetched_at > timezone.now() - timedelta(minutes=1)
+    assert f'class="funds-available">{money(available.amount_as_sent, "NOK")}<' in html
+    assert (WARNING in html) == (available.amount < Decimal("150000"))
+    (call,) = BankCall.objects.all()
+    assert call.path_template == BALANCES_PATH and call.psu_present
