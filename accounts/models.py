@@ -151,6 +151,10 @@ class Transaction(models.Model):
     end_to_end_id = models.CharField("end-to-end id", max_length=35, blank=True)
     fingerprint = models.CharField("fingerprint", max_length=64, editable=False)
     raw = models.JSONField("as sent by the bank", default=dict, blank=True)
+    # The bank's transaction details record (GET .../transactions/{transactionId}), read while the user looked
+    # at the transaction and kept for TRANSACTION_DETAILS_FRESH (accounts.services.transaction_details_read).
+    details = models.JSONField("details as sent by the bank", null=True, blank=True)
+    details_read_at = models.DateTimeField("details read", null=True, blank=True)
     first_seen_at = models.DateTimeField("first seen")
     updated_at = models.DateTimeField("updated")
 
@@ -180,6 +184,10 @@ class Transaction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.booking_date or self.value_date or '-'} {self.amount} {self.currency}"
+
+
+#: How long the bank's details of a transaction are shown without asking the bank again.
+TRANSACTION_DETAILS_FRESH = timedelta(hours=6)
 
 
 class RefreshKind(models.TextChoices):

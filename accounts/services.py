@@ -1,6 +1,7 @@
-"""Writes about bank accounts: reading a connection's consented accounts and balances with the PSU present, and
-removing them when the connection ends. (Transactions and the unattended refresh: accounts/sync.py and
-accounts/refresh.py.)
+"""Writes about bank accounts: reading a connection's consented accounts and balances with the PSU present, the
+details of one transaction while the user looks at it, the available balance of an account while the user is
+present, and removing them when the connection ends. (Transactions and the unattended refresh: accounts/sync.py
+and accounts/refresh.py.)
 
 - No bank call inside ``transaction.atomic``: the bank is called in autocommit mode, and the answer is stored in
   a short transaction after.
@@ -10,16 +11,26 @@ accounts/refresh.py.)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.models import AccountKind, BalanceSnapshot, BankAccount
+from accounts.models import (
+    TRANSACTION_DETAILS_FRESH,
+    AccountKind,
+    BalanceSnapshot,
+    BankAccount,
+    Transaction,
+    TransactionStatus,
+)
 from connections.models import BankConnection, ConnectionAccess, ConnectionState
-from connections.services import FetchOutcome, ais_psu, bank_problem, connection_activate
+from connections.services import FetchOutcome, FetchProblem, ais_psu, bank_problem, connection_activate
 from tpp_portal.bank import bank_audit_context, bank_client
 from xs2a import models as bank_models
 from xs2a.errors import Xs2aError
@@ -184,3 +195,136 @@ def balances_refresh_for_user(*, user: Any, presence: PsuContext) -> list[FetchO
 def connection_accounts_remove(*, connection: BankConnection) -> None:
     """The connection ended: its accounts go, with their balances and transactions (CASCADE)."""
     BankAccount.objects.filter(connection=connection).delete()
+
+
+# --- one transaction's details, read while the user looks at it ---------------------------------------------
+
+
+class DetailsProblem:
+    """Why the bank's details of a transaction were not read just now (FetchProblem values, and these)."""
+
+    NEEDS_RECONNECT = (
+        FetchProblem.NEEDS_RECONNECT
+    )  # the consent must be given again (or the connection is not live)
+    LIMIT = FetchProblem.LIMIT  # the bank's limit (429)
+    UNAVAILABLE = FetchProblem.UNAVAILABLE  # any other bank failure: the error is in the audit log
+    PENDING = "pending"  # the bank gives details of booked transactions only
+
+
+@dataclass(frozen=True)
+class TransactionDetails:
+    """The bank's details record of a transaction: read now, or kept from a read less than
+    TRANSACTION_DETAILS_FRESH ago (``record`` None when the bank gave none); ``problem`` says why it was not
+    read now when it should have been."""
+
+    record: dict[str, Any] | None = None
+    read_at: datetime | None = None
+    problem: str | None = None
+
+
+def _kept_details(tx: Transaction) -> dict[str, Any] | None:
+    """The stored details, when they are of this transaction (a row's id can change from pending to booked)."""
+    record = tx.details
+    if not isinstance(record, dict) or tx.details_read_at is None:
+        return None
+    if record.get("transactionId") not in (None, tx.transaction_id):
+        return None
+    return record
+
+
+def transaction_details_read(
+    *, transaction: Transaction, presence: PsuContext, actor: Any, now: datetime | None = None
+) -> TransactionDetails:
+    """The bank's details of a booked transaction (GET /v1/accounts/{id}/transactions/{transactionId}) with the
+    PSU present: PSU-IP-Address is sent, so the read never counts against the unattended allowance. Details read
+    less than TRANSACTION_DETAILS_FRESH ago are given without asking the bank. A successful read is stored on
+    the row with its time; a failed one changes nothing there (a consent error marks the connection for
+    reconnecting, as every read does) and gives the details kept from an earlier read, if any."""
+    now = now or timezone.now()
+    kept = _kept_details(transaction)
+    if kept is not None and transaction.details_read_at > now - TRANSACTION_DETAILS_FRESH:
+        return TransactionDetails(record=kept, read_at=transaction.details_read_at)
+    account = transaction.account
+    earlier = TransactionDetails(record=kept, read_at=transaction.details_read_at if kept is not None else None)
+    if account.kind != AccountKind.ACCOUNT:
+        return earlier  # the bank has no details endpoint for card accounts
+    if transaction.status != TransactionStatus.BOOKED:
+        return TransactionDetails(record=kept, read_at=earlier.read_at, problem=DetailsProblem.PENDING)
+    if not transaction.transaction_id:
+        return earlier  # nothing to name the transaction by
+    connection = account.connection
+    if (
+        connection.state != ConnectionState.ACTIVE
+        or connection.access != ConnectionAccess.ACCOUNTS
+        or not account.consented
+    ):
+        return TransactionDetails(record=kept, read_at=earlier.read_at, problem=DetailsProblem.NEEDS_RECONNECT)
+    psu = ais_psu(connection, presence)
+    try:
+        with bank_audit_context(user=actor, obj=transaction):
+            answer = bank_client().accounts.transaction_details(
+                account.resource_id, transaction.transaction_id, psu=psu
+            )
+    except Xs2aError as error:
+        outcome = bank_problem(connection=connection, error=error, actor=actor)
+        return TransactionDetails(record=kept, read_at=earlier.read_at, problem=outcome.problem)
+    record = json.loads(json.dumps(dict(answer.raw), default=str))
+    read_at = timezone.now()
+    Transaction.objects.filter(pk=transaction.pk).update(details=record, details_read_at=read_at)
+    transaction.details, transaction.details_read_at = record, read_at
+    return TransactionDetails(record=record, read_at=read_at)
+
+
+# --- the available balance of an account, read while the user is present (payments' review page) ----------
+
+#: The balance types that say what can be spent now, in the order they are preferred: the bank's available
+#: balance of the moment, else its expected balance (booked and pending items counted).
+AVAILABLE_BALANCE_TYPES = ("interimAvailable", "expected")
+
+
+@dataclass(frozen=True)
+class AvailableBalance:
+    """What the bank says can be spent from an account now: ``amount`` None when the bank's answer had no
+    available balance, or ``problem`` (a FetchProblem value) when the bank could not be asked."""
+
+    amount: Decimal | None = None
+    currency: str = ""
+    balance_type: str = ""
+    read_at: datetime | None = None
+    problem: str | None = None
+
+
+def account_available_balance_read(*, account: BankAccount, presence: PsuContext, actor: Any) -> AvailableBalance:
+    """The account's balances read from the bank with the PSU present (PSU-IP-Address: it never counts against
+    the unattended allowance) and stored as the account's latest balances; the first of
+    AVAILABLE_BALANCE_TYPES the bank gave is returned."""
+    connection = account.connection
+    if (
+        connection.state != ConnectionState.ACTIVE
+        or connection.access != ConnectionAccess.ACCOUNTS
+        or not account.consented
+        or account.kind != AccountKind.ACCOUNT
+    ):
+        return AvailableBalance(problem=FetchProblem.NEEDS_RECONNECT)
+    psu = ais_psu(connection, presence)
+    try:
+        with bank_audit_context(user=actor, obj=account):
+            answer = bank_client().accounts.balances(account.resource_id, psu=psu)
+    except Xs2aError as error:
+        return AvailableBalance(problem=bank_problem(connection=connection, error=error, actor=actor).problem)
+    now = timezone.now()
+    with transaction.atomic():
+        _balances_store(
+            {(account.kind, account.resource_id): account}, {(account.kind, account.resource_id): answer}, now
+        )
+    by_type = {b.balance_type: b for b in answer.balances}
+    for balance_type in AVAILABLE_BALANCE_TYPES:
+        balance = by_type.get(balance_type)
+        if balance is not None:
+            return AvailableBalance(
+                amount=balance.balance_amount.amount,
+                currency=balance.balance_amount.currency,
+                balance_type=balance_type,
+                read_at=now,
+            )
+    return AvailableBalance(read_at=now)

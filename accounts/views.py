@@ -92,27 +92,16 @@ def account_detail(request, pk):
 @sensitive_page
 @require_GET
 def transaction_detail(request, pk):
+    """One transaction: the bank's details read while the user looks (kept for a few hours), over the list's
+    record; when the bank cannot give them, the list's record with a note."""
     tx = selectors.transaction_for(user=request.user, pk=pk)
-    details = _raw_details(tx.raw)
+    details = services.transaction_details_read(transaction=tx, presence=psu_presence(request), actor=request.user)
+    facts = selectors.transaction_facts(transaction=tx, details=details.record)
     return render(
-        request, "accounts/transaction_detail.html", {"tx": tx, "account": tx.account, "details": details}
+        request,
+        "accounts/transaction_detail.html",
+        {"tx": tx, "account": tx.account, "facts": facts, "details": details, "problems": services.DetailsProblem},
     )
-
-
-def _raw_details(raw, prefix: str = "") -> list[tuple[str, str]]:
-    """The bank's record as (field, value) pairs, nested fields as ``a.b``, lists as ``a[0]``."""
-    pairs: list[tuple[str, str]] = []
-    if isinstance(raw, dict):
-        for key, value in raw.items():
-            if key == "_links":
-                continue
-            pairs.extend(_raw_details(value, f"{prefix}.{key}" if prefix else str(key)))
-    elif isinstance(raw, list):
-        for index, value in enumerate(raw):
-            pairs.extend(_raw_details(value, f"{prefix}[{index}]"))
-    elif raw is not None and raw != "":
-        pairs.append((prefix, str(raw)))
-    return pairs
 
 
 @sensitive_page

@@ -244,6 +244,62 @@ def payment_connection_for_typed_account(*, user):
     )
 
 
+# --- the funds on the review page ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FundsCheck:
+    """The debtor account's available balance on the review page, and whether the payment (with the fees known
+    so far) is more than it. ``comparable`` False: the amounts are in currencies the portal cannot compare.
+    ``estimate``: the payment was converted to the account's currency at the portal's exchange rate."""
+
+    available: Decimal
+    currency: str
+    read_at: datetime | None
+    needed: Decimal | None  # the payment plus the known fees, in the account's currency
+    comparable: bool
+    estimate: bool
+    fees_included: bool
+
+    @property
+    def short(self) -> bool:
+        return self.comparable and self.needed is not None and self.needed > self.available
+
+
+def funds_check(
+    *, payment: Payment, available: Decimal, currency: str, read_at: datetime | None = None
+) -> FundsCheck:
+    """Compare the payment (plus its fee, where the bank has told it in the same currency) with an available
+    balance of ``available`` ``currency``: in the same currency as it is; a payment in another currency against
+    a NOK account at its NOK equivalent (the one reckoned for the form, else at the latest rate); anything else
+    is not compared."""
+    needed: Decimal | None = None
+    estimate = False
+    if payment.currency == currency:
+        needed = payment.amount
+    elif currency == NOK:
+        needed = payment.nok_equivalent
+        if needed is None:
+            try:
+                needed = nok_equivalent(payment.amount, payment.currency, on_date=timezone.localdate()).amount_nok
+            except ExchangeRateUnavailable:
+                needed = None
+        estimate = needed is not None
+    fees_included = False
+    if needed is not None and payment.fee_amount is not None and payment.fee_currency == currency:
+        needed += payment.fee_amount
+        fees_included = True
+    return FundsCheck(
+        available=available,
+        currency=currency,
+        read_at=read_at,
+        needed=needed,
+        comparable=needed is not None,
+        estimate=estimate,
+        fees_included=fees_included,
+    )
+
+
 # --- who may see a payment -------------------------------------------------------------------------------
 
 

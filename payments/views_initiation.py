@@ -17,6 +17,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts import selectors as accounts_selectors
+from accounts import services as accounts_services
 from connections.forms import failure_explained
 from connections.models import BankConnection, PsuContextChoice, ScaState
 from connections.psu import psu_presence
@@ -180,6 +182,7 @@ def payment_edit(request, pk):
 
 
 def _review(request, payment: Payment, form: PaymentSubmitForm, *, status: int = 200):
+    funds, funds_unread = _funds(request, payment)
     return render(
         request,
         "payments/review.html",
@@ -189,9 +192,33 @@ def _review(request, payment: Payment, form: PaymentSubmitForm, *, status: int =
             "body": payment.body_json,
             "instruction": _instruction_view(payment),
             "domestic": payment.product == PaymentProduct.DOMESTIC,
+            "funds": funds,
+            "funds_unread": funds_unread,
         },
         status=status,
     )
+
+
+def _funds(request, payment: Payment) -> tuple[selectors.FundsCheck | None, bool]:
+    """The debtor account's available balance, read now with the user present, compared with the payment; None
+    when no consent of the user covers the account or the bank gave no available balance. The second value is
+    True when the bank could not be asked (the page says so; nothing is blocked)."""
+    account = accounts_selectors.payable_account(
+        user=request.user, number=payment.debtor_account, connection_id=payment.connection_id
+    )
+    if account is None:
+        return None, False
+    balance = accounts_services.account_available_balance_read(
+        account=account, presence=psu_presence(request), actor=request.user
+    )
+    if balance.problem is not None:
+        return None, True
+    if balance.amount is None:
+        return None, False
+    check = selectors.funds_check(
+        payment=payment, available=balance.amount, currency=balance.currency, read_at=balance.read_at
+    )
+    return check, False
 
 
 def _instruction_view(payment: Payment) -> dict:

@@ -7,7 +7,8 @@ mapped to its error by the client's own code, and only the HTTP exchange is answ
 rules that matter: pages of ``page_size`` items (the bank's default, 200) with ``next`` links (limit/offset), the
 count of requests without PSU-IP-Address per account and kind in a rolling 24 hours with 429 ACCESS_EXCEEDED
 beyond 4, and the 90-day limit for unattended reads. Tests change ``booked``/``pending``, ``page_size``, or set
-``fail_with`` to an HTTP status.
+``fail_with`` to an HTTP status. A booked transaction's details (``GET .../transactions/{transactionId}``) are
+its list record with the fields of ``details[transactionId]`` added (what the bank gives only there).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 import requests
 from requests.adapters import BaseAdapter
@@ -73,6 +74,7 @@ class FakeBank(BaseAdapter):
         super().__init__()
         self.booked: list[dict[str, Any]] = []
         self.pending: list[dict[str, Any]] = []
+        self.details: dict[str, dict[str, Any]] = {}  # transactionId: the fields only the details answer has
         self.page_size = DEFAULT_PAGE_SIZE
         self.fail_with: int | None = None  # every request answers this status
         self.fail_on_page: int | None = None  # only this page (1-based offset page) fails with 503
@@ -109,6 +111,8 @@ class FakeBank(BaseAdapter):
             status, body, headers = self._balances(parts.path, present)
         elif parts.path.endswith("/transactions"):
             status, body, headers = self._transactions(parts.path, query, present)
+        elif parts.path.split("/")[-2:-1] == ["transactions"]:
+            status, body, headers = self._transaction_details(parts.path, present)
         else:
             status, body, headers = 404, _error_body("RESOURCE_UNKNOWN", "no such resource"), {}
         return self._response(request, status, body, headers)
@@ -171,6 +175,16 @@ class FakeBank(BaseAdapter):
             ],
         }
         return 200, body, {}
+
+    def _transaction_details(self, path: str, present: bool):
+        account_id, transaction_id = path.split("/")[3], unquote(path.split("/")[5])
+        refused = self._gate(account_id, "details", present, path, path)
+        if refused is not None:
+            return refused
+        record = next((b for b in self.booked if b.get("transactionId") == transaction_id), None)
+        if record is None:
+            return 404, _error_body("RESOURCE_UNKNOWN", "No such transaction on this account."), {}
+        return 200, {"transactionsDetails": {**record, **self.details.get(transaction_id, {})}}, {}
 
     def _transactions(self, path: str, query: dict[str, str], present: bool):
         account_id = path.split("/")[3]
