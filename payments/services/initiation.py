@@ -143,7 +143,9 @@ class PaymentNotSubmittable(PaymentServiceError):
 
 @dataclass(frozen=True)
 class SubmitOutcome:
-    """What a submission came to. ``payment.state`` says which: INITIATED (go on to approval), REFUSED
+    """What a submission came to. ``payment.state`` says which: INITIATED (go on to approval), AUTHORISING with
+    ``sca_redirect`` (the bank started the approval with the initiation: send the PSU there), AWAITING_STATUS or
+    FINAL with ``approval_skipped`` (the bank asked for no approval; its status is read at once), REFUSED
     (``field_errors``/``errors``: the bank's texts, by form field when its path names one), OUTCOME_UNKNOWN
     (reconciliation runs), DRAFT (nothing reached the bank: send again), or another state when this was a
     second submit of an already submitted payment (``duplicate_submit``)."""
@@ -179,10 +181,11 @@ def approval_step(*, sca_redirect: str | None, sca_status: str | None, transacti
 
 def state_without_approval(transaction_status: str) -> str:
     """The payment's state once the bank asked for no approval: FINAL for a final status, AUTHORISING while the
-    bank still waits for signatures (another signer's), else AWAITING_STATUS (unknown status included)."""
+    bank waits for other signers (PATC), else AWAITING_STATUS (RCVD and an unknown status included: the status
+    read at once says whether the bank still waits for an approval)."""
     if transaction_status in FINAL_TRANSACTION_STATUSES:
         return PaymentState.FINAL
-    if transaction_status in APPROVAL_STATUSES:
+    if transaction_status == "PATC":
         return PaymentState.AUTHORISING
     return PaymentState.AWAITING_STATUS
 
