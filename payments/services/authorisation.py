@@ -24,7 +24,7 @@ from connections.crypto import lookup_hash
 from connections.models import BankConnection, PsuContextChoice, ScaState
 from connections.services import IdentityMismatch, ScaReturn, ScaStateRejected
 from payments.models import Payment, PaymentAuthorisation, PaymentEvent, PaymentEventKind, PaymentState
-from payments.services.initiation import (
+from payments.services.initiation import (  # PAYMENT_PURPOSE: registered by PaymentsConfig.ready from here
     NO_APPROVAL_DETAIL,
     PAYMENT_PURPOSE,
     STEP_NONE,
@@ -36,8 +36,6 @@ from xs2a.errors import Xs2aError
 from xs2a.psu import PsuContext
 
 logger = logging.getLogger(__name__)
-
-__all__ = ["PAYMENT_PURPOSE", "AuthorisationNotStarted", "authorisation_start", "payment_sca_accept"]
 
 
 class AuthorisationNotStarted(PaymentServiceError):
