@@ -251,6 +251,9 @@ def _to_approval(request, payment: Payment):
     except authorisation.AuthorisationNotStarted as error:
         messages.error(request, _("The bank could not start the approval: %(text)s") % {"text": error.message})
         return redirect(payment_page(payment))
+    if href is None:  # the bank asked for no approval: its status is being read
+        messages.info(request, initiation.no_approval_message(payment))
+        return redirect(payment_page(payment))
     return redirect(href)
 
 
@@ -281,6 +284,7 @@ def payment_review(request, pk):
             idempotency_key=str(form.cleaned_data["idempotency_key"]),
             presence=psu_presence(request),
             national_identity_number=form.cleaned_data.get("national_identity_number", ""),
+            session_key=request.session.session_key,
         )
     except initiation.PaymentNotSubmittable as error:
         if error.field and error.field in form.fields:
@@ -294,6 +298,11 @@ def payment_review(request, pk):
     session_forget_reauthentication(request)
     if payment.state == PaymentState.INITIATED:
         return _to_approval(request, payment)
+    if outcome.sca_redirect:  # the bank started the approval with the initiation itself
+        return redirect(outcome.sca_redirect)
+    if outcome.approval_skipped:
+        messages.info(request, outcome.message)
+        return redirect(payment_page(payment))
     if payment.state == PaymentState.DRAFT:  # not delivered: the same page may be sent again
         form = PaymentSubmitForm(
             initial={"idempotency_key": payment.idempotency_key}, needs_identity=needs_identity
@@ -342,6 +351,11 @@ def payment_reconcile(request, pk):
         if payment.state == PaymentState.INITIATED:
             messages.success(request, _("The bank has the payment. Approve it at the bank to send it."))
             return _to_approval(request, payment)
+        if outcome.sca_redirect:  # the bank started the approval with the initiation it answered
+            return redirect(outcome.sca_redirect)
+        if outcome.approval_skipped:
+            messages.info(request, outcome.message)
+            return redirect(payment_page(payment))
         if payment.state == PaymentState.REFUSED:
             return redirect(payment_page(payment))
         if outcome.message:

@@ -208,6 +208,9 @@ def payment_sign(request, pk: int):
     except AuthorisationNotStarted as error:
         messages.error(request, str(error))
         return redirect("payment-detail", pk=payment.pk)
+    if href is None:  # the bank asked this signer for no approval: the signature counts, the status is read
+        messages.info(request, _("The bank did not ask you to approve this payment. We are following its status."))
+        return redirect("payment-detail", pk=payment.pk)
     return redirect(href)
 
 

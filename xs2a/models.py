@@ -334,10 +334,14 @@ def _href(links: Mapping[str, Link], name: str) -> str | None:
 
 @dataclass(frozen=True)
 class PaymentInitiationResponse:
-    """The answer to a payment initiation (spec 2.7). ``request_id``/``tpp_session_id`` are what was sent."""
+    """The answer to a payment initiation (spec 2.7). ``request_id``/``tpp_session_id`` are what was sent.
+
+    ``sca_status``: the bank's scaStatus when it started the approval (or exempted the payment) with the
+    initiation itself, as a startAuthorisation answer would carry it; None when it did not say."""
 
     payment_id: str
     transaction_status: str
+    sca_status: str | None = None
     transaction_fees: Amount | None = None
     transaction_fee_indicator: bool | None = None
     tpp_messages: list[TppMessage] = field(default_factory=list)
@@ -353,6 +357,7 @@ class PaymentInitiationResponse:
         return cls(
             payment_id=f.str("paymentId", required=True) or "",
             transaction_status=f.str("transactionStatus", required=True) or "",
+            sca_status=f.str("scaStatus"),
             transaction_fees=f.obj("transactionFees", Amount.from_json),
             transaction_fee_indicator=f.bool("transactionFeeIndicator"),
             tpp_messages=f.tpp_messages(),

@@ -24,15 +24,18 @@ from connections.crypto import lookup_hash
 from connections.models import BankConnection, PsuContextChoice, ScaState
 from connections.services import IdentityMismatch, ScaReturn, ScaStateRejected
 from payments.models import Payment, PaymentAuthorisation, PaymentEvent, PaymentEventKind, PaymentState
-from payments.services.initiation import PaymentServiceError
+from payments.services.initiation import (  # PAYMENT_PURPOSE: registered by PaymentsConfig.ready from here
+    NO_APPROVAL_DETAIL,
+    PAYMENT_PURPOSE,
+    STEP_NONE,
+    PaymentServiceError,
+    approval_step,
+)
 from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client
 from xs2a.errors import Xs2aError
 from xs2a.psu import PsuContext
 
 logger = logging.getLogger(__name__)
-
-#: The SCA purpose of a payment's approval (registered with connections.plugins by PaymentsConfig.ready).
-PAYMENT_PURPOSE = "payment"
 
 
 class AuthorisationNotStarted(PaymentServiceError):
@@ -58,9 +61,13 @@ def _signer_connection(payment: Payment, signer) -> BankConnection | None:
     return connection_for_agreement(user=signer, corporate_id_hash=payment.connection.psu_corporate_id_hash)
 
 
-def authorisation_start(*, payment: Payment, signer, session_key: str | None, presence: PsuContext) -> str:
+def authorisation_start(*, payment: Payment, signer, session_key: str | None, presence: PsuContext) -> str | None:
     """Store a fresh SCA state (purpose "payment") and the signer's PaymentAuthorisation, then POST the payment's
     startAuthorisation link; returns the scaRedirect address to send the signer's browser to.
+
+    None: the bank asked this signer for no approval (scaStatus "exempted", no scaRedirect). The signature is
+    counted as the bank counts it, the state is spent, a payment still INITIATED or AUTHORISING is AWAITING_STATUS
+    (a poll finds it still waiting for others' signatures, if it does) and its status is read at once.
 
     The initiator approves first; for a corporate payment in PATC a further signer (another portal user of the
     same company, with their own connection to the agreement) calls this too. Raises AuthorisationNotStarted
@@ -121,6 +128,11 @@ def authorisation_start(*, payment: Payment, signer, session_key: str | None, pr
                     psu=psu,
                     tpp_session_id=state.token,
                 )
+            if approval_step(sca_redirect=answer.sca_redirect, sca_status=answer.sca_status) == STEP_NONE:
+                _no_approval(
+                    payment, signer=signer, state=state, authorisation=authorisation, flush_audit=flush_audit
+                )
+                return None
             redirect_to = answer.sca_redirect or ""
             parts = urlsplit(redirect_to)
             if parts.scheme not in {"http", "https"} or not parts.netloc:
@@ -162,6 +174,31 @@ def authorisation_start(*, payment: Payment, signer, session_key: str | None, pr
     else:  # already past INITIATED (a further signer, a second try): the row as it is
         payment.refresh_from_db(fields=["state", "updated_at"])
     return redirect_to
+
+
+def _no_approval(payment: Payment, *, signer, state: ScaState, authorisation: PaymentAuthorisation, flush_audit):
+    """The bank asked the signer for no approval: the signature counted, the status read at once (one commit)."""
+    from payments.services.polling import poll_soon
+
+    now = timezone.now()
+    with transaction.atomic():
+        flush_audit()
+        connection_services.sca_state_spend(state=state, now=now)
+        PaymentAuthorisation.objects.filter(pk=authorisation.pk, completed_at__isnull=True).update(
+            completed_at=now, failed_at=None, failure=""
+        )
+        PaymentEvent.objects.create(
+            payment=payment,
+            at=now,
+            kind=PaymentEventKind.SCA_DONE if signer.pk == payment.user_id else PaymentEventKind.SIGNATURE,
+            actor=signer,
+            detail=NO_APPROVAL_DETAIL,
+        )
+        Payment.objects.filter(pk=payment.pk, state__in=(PaymentState.INITIATED, PaymentState.AUTHORISING)).update(
+            state=PaymentState.AWAITING_STATUS, updated_at=now
+        )
+        poll_soon(payment)
+    payment.refresh_from_db(fields=["state", "updated_at", "next_poll_at"])
 
 
 # --- the redirect back --------------------------------------------------------------------------------------

@@ -12,6 +12,12 @@ Rules kept here:
   first never arrived: at most one payment exists at the bank per submission.
 - The national identity number (single SCA) and the PSU headers are kept, encrypted, only while the answer is
   unknown; they are erased as soon as it is known.
+- The bank may ask for no approval, or start it with the initiation itself (spec 3 rule 2, 5 rule 7: it may
+  exempt any transaction or require SCA on any). The TPP-Session-ID of the initiation is therefore the token of an
+  SCA state (purpose "payment") made before the call: an answer carrying ``scaRedirect`` sends the PSU there and
+  its redirect back reaches connections' one callback like any other; an answer that asks for no approval
+  (scaStatus "exempted", or a status already past RCVD/PATC) has its status read at once. Only an answer
+  waiting for an approval it did not start leaves the payment INITIATED (the startAuthorisation call follows).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import models, transaction
@@ -33,7 +40,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from accounts import selectors as account_selectors
-from connections.models import BankConnection, ConnectionState, PsuContextChoice
+from connections import selectors as connection_selectors
+from connections import services as connection_services
+from connections.models import BankConnection, ConnectionState, PsuContextChoice, ScaState
 from payments.instructions import (
     BANK_PATH_TO_FIELD,
     PaymentInstruction,
@@ -41,7 +50,16 @@ from payments.instructions import (
     new_reference,
     with_reference,
 )
-from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentProduct, PaymentState
+from payments.models import (
+    FINAL_TRANSACTION_STATUSES,
+    Payment,
+    PaymentAuthorisation,
+    PaymentEvent,
+    PaymentEventKind,
+    PaymentProduct,
+    PaymentState,
+)
+from payments.services.polling import poll_soon
 from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client
 from xs2a import models as bank_models
 from xs2a.errors import (
@@ -78,6 +96,30 @@ FOUND_MESSAGE = gettext_lazy(
 #: A reconciler holds the payment this long (a conditional UPDATE of reconcile_at claims it).
 RECONCILE_LEASE = timedelta(minutes=2)
 
+#: The SCA purpose of a payment's approval (registered with connections.plugins by PaymentsConfig.ready).
+PAYMENT_PURPOSE = "payment"
+#: Bank statuses that wait for an approval: the PSU's SCA (RCVD) or further signers' (PATC).
+APPROVAL_STATUSES = frozenset({"RCVD", "PATC"})
+#: scaStatus by which the bank says it asks no SCA of this PSU for this payment (Berlin Group's value).
+NO_SCA_STATUSES = frozenset({"exempted"})
+#: Bank statuses after which no signature was given: the payment ended without one.
+_ENDED_UNSIGNED = frozenset({"RJCT", "CANC"})
+
+# What an answer that may start the approval asks of the portal next (approval_step).
+STEP_REDIRECT = "redirect"  # send the PSU to the bank's scaRedirect
+STEP_NONE = "none"  # the bank asks for no approval: read its status
+STEP_START = "start"  # the approval is still to be started (startAuthorisation)
+
+#: The timeline's note when the bank asked for no approval.
+NO_APPROVAL_DETAIL = gettext_lazy("The bank did not ask for approval (exempted from SCA).")
+#: What the user is told when the bank asked for no approval.
+NO_APPROVAL_MESSAGE = gettext_lazy(
+    "The bank did not ask you to approve this payment. It is being processed; this page shows its status."
+)
+NO_APPROVAL_FINAL_MESSAGE = gettext_lazy(
+    "The bank did not ask you to approve this payment. This page shows what the bank did with it."
+)
+
 # The PSU headers kept for a replay: PsuContext fields, as sent.
 _REPLAY_FIELDS = (
     "psu_id",
@@ -112,7 +154,9 @@ class PaymentNotSubmittable(PaymentServiceError):
 
 @dataclass(frozen=True)
 class SubmitOutcome:
-    """What a submission came to. ``payment.state`` says which: INITIATED (go on to approval), REFUSED
+    """What a submission came to. ``payment.state`` says which: INITIATED (go on to approval), AUTHORISING with
+    ``sca_redirect`` (the bank started the approval with the initiation: send the PSU there), AWAITING_STATUS or
+    FINAL with ``approval_skipped`` (the bank asked for no approval; its status is read at once), REFUSED
     (``field_errors``/``errors``: the bank's texts, by form field when its path names one), OUTCOME_UNKNOWN
     (reconciliation runs), DRAFT (nothing reached the bank: send again), or another state when this was a
     second submit of an already submitted payment (``duplicate_submit``)."""
@@ -122,6 +166,43 @@ class SubmitOutcome:
     message: str = ""
     field_errors: dict[str, list[str]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    #: The bank started the approval with the initiation: the address to send the PSU to (state AUTHORISING).
+    sca_redirect: str = ""
+    #: The bank asked for no approval: ``message`` says so; the status is read at once.
+    approval_skipped: bool = False
+
+
+def _usable_redirect(href: str | None) -> bool:
+    parts = urlsplit(href or "")
+    return parts.scheme in {"http", "https"} and bool(parts.netloc)
+
+
+def approval_step(*, sca_redirect: str | None, sca_status: str | None, transaction_status: str = "") -> str:
+    """What a bank answer that may start a payment's approval (the initiation, or startAuthorisation) asks of the
+    portal next: STEP_REDIRECT (a usable scaRedirect), STEP_NONE (scaStatus "exempted", or a status already past
+    waiting for an approval: the bank asks for none), STEP_START (an approval still to be started)."""
+    if _usable_redirect(sca_redirect):
+        return STEP_REDIRECT
+    if (sca_status or "").strip().lower() in NO_SCA_STATUSES:
+        return STEP_NONE
+    if transaction_status and transaction_status not in APPROVAL_STATUSES:
+        return STEP_NONE
+    return STEP_START
+
+
+def state_without_approval(transaction_status: str) -> str:
+    """The payment's state once the bank asked for no approval: FINAL for a final status, AUTHORISING while the
+    bank waits for other signers (PATC), else AWAITING_STATUS (RCVD and an unknown status included: the status
+    read at once says whether the bank still waits for an approval)."""
+    if transaction_status in FINAL_TRANSACTION_STATUSES:
+        return PaymentState.FINAL
+    if transaction_status == "PATC":
+        return PaymentState.AUTHORISING
+    return PaymentState.AWAITING_STATUS
+
+
+def no_approval_message(payment: Payment) -> str:
+    return str(NO_APPROVAL_FINAL_MESSAGE if payment.state == PaymentState.FINAL else NO_APPROVAL_MESSAGE)
 
 
 # --- drafts --------------------------------------------------------------------------------------------------
@@ -274,11 +355,28 @@ def _store_initiated(
     actor,
     flush_audit,
     events: tuple[PaymentEvent, ...] = (),
+    sca_state: ScaState | None = None,
 ) -> bool:
-    """SUBMITTING/OUTCOME_UNKNOWN -> INITIATED with the bank's answer, the timeline events and the bank call's
-    audit row, in one transaction; False when another writer stored the answer first."""
+    """SUBMITTING/OUTCOME_UNKNOWN -> what the bank's answer asks next, with the answer, the timeline events and the
+    bank call's audit row, in one transaction; False when another writer stored the answer first.
+
+    - an approval started with the initiation (scaRedirect): AUTHORISING, the initiator's authorisation tied to
+      ``sca_state`` (the SCA state whose token was the TPP-Session-ID), and status polls from now on, as after a
+      startAuthorisation;
+    - no approval asked (exempted, or the status already past RCVD/PATC): AWAITING_STATUS (FINAL for a final
+      status) with the initiator's signature counted, and the status read at once;
+    - otherwise INITIATED: the approval is started next (startAuthorisation).
+
+    ``sca_state`` is spent unless the PSU is sent to the bank with it.
+    """
     now = timezone.now()
-    fields = _answer_fields(answer)
+    fields: dict[str, Any] = _answer_fields(answer)
+    status = fields["transaction_status"]
+    step = approval_step(
+        sca_redirect=answer.sca_redirect,
+        sca_status=answer.sca_status,
+        transaction_status=answer.transaction_status,
+    )
     rows = [*events]
     if kind != PaymentEventKind.STATUS:
         confirmed = _("The bank confirmed the payment.")
@@ -288,30 +386,53 @@ def _store_initiated(
             payment=payment,
             at=now,
             kind=PaymentEventKind.STATUS,
-            transaction_status=fields["transaction_status"],
+            transaction_status=status,
             detail=fields["psu_message"],
         )
     )
+    authorisation: PaymentAuthorisation | None = None
+    if step == STEP_REDIRECT:
+        fields.update(state=PaymentState.AUTHORISING, next_poll_at=now + settings.PAYMENT_POLL_MIN_INTERVAL)
+        rows.append(PaymentEvent(payment=payment, at=now, kind=PaymentEventKind.SCA_STARTED, actor=actor))
+        authorisation = PaymentAuthorisation(
+            payment=payment, signer_id=payment.user_id, sca_state=sca_state, started_at=now
+        )
+    elif step == STEP_NONE:
+        fields["state"] = state_without_approval(status)
+        if fields["state"] == PaymentState.FINAL:
+            fields.update(final_at=now, next_poll_at=None)
+        if status not in _ENDED_UNSIGNED:  # the bank counts the initiator's signature
+            rows.append(
+                PaymentEvent(
+                    payment=payment, at=now, kind=PaymentEventKind.SCA_DONE, actor=actor, detail=NO_APPROVAL_DETAIL
+                )
+            )
+            authorisation = PaymentAuthorisation(
+                payment=payment, signer_id=payment.user_id, started_at=now, completed_at=now
+            )
+    else:
+        fields["state"] = PaymentState.INITIATED
     # One transaction: the audit rows whatever happens, the answer and its events only if no other writer stored
     # them first.
     with transaction.atomic():
         flush_audit()
         updated = Payment.objects.filter(pk=payment.pk, state__in=_CALLING_STATES).update(
-            state=PaymentState.INITIATED,
-            psu_identity="",
-            initiation_psu="",
-            reconcile_at=None,
-            updated_at=now,
-            **fields,
+            psu_identity="", initiation_psu="", reconcile_at=None, updated_at=now, **fields
         )
         if updated == 1:
             PaymentEvent.objects.bulk_create(rows)
+            if authorisation is not None:
+                authorisation.save()
+            if sca_state is not None and step != STEP_REDIRECT:
+                connection_services.sca_state_spend(state=sca_state, now=now)
+            if step == STEP_NONE and fields["state"] != PaymentState.FINAL:
+                poll_soon(payment)  # next_poll_at now; the poll is enqueued when this commits
     if updated != 1:
         return False
     # What the UPDATE wrote, without reading the row back.
     for name, value in fields.items():
         setattr(payment, name, value)
-    payment.state, payment.psu_identity, payment.initiation_psu = PaymentState.INITIATED, "", ""
+    payment.psu_identity, payment.initiation_psu = "", ""
     payment.reconcile_at, payment.updated_at = None, now
     return True
 
@@ -487,6 +608,7 @@ def payment_submit(
     idempotency_key: str,
     presence: PsuContext,
     national_identity_number: str = "",
+    session_key: str | None = None,
 ) -> SubmitOutcome:
     """Send the reviewed payment to the bank, once.
 
@@ -499,6 +621,11 @@ def payment_submit(
     what a replay needs and a lease (``reconcile_at``): a caller killed during the call leaves a SUBMITTING
     row whose lease runs out, and reconciliation takes it over. What the call came to (the answer, the
     timeline events and the audit row of the call) is stored in one transaction after it.
+
+    ``session_key``: the PSU's browser session. With it, the TPP-Session-ID is the token of an SCA state of this
+    session (purpose "payment"), so that a bank which starts the approval with the initiation (``scaRedirect``
+    in its answer, then ``SubmitOutcome.sca_redirect``) sends the PSU back to the one callback like any other
+    approval; a bank that asks for no approval gives ``approval_skipped``.
     """
     try:
         key = uuid.UUID(str(idempotency_key))
@@ -522,7 +649,17 @@ def payment_submit(
         raise ValueError("a payment is submitted with the PSU present")
 
     now = timezone.now()
-    tpp_session_id = str(uuid.uuid4())
+    sca_state = None
+    if session_key:
+        sca_state = connection_services.sca_state_create(
+            user=user,
+            session_key=session_key,
+            purpose=PAYMENT_PURPOSE,
+            context=payment.context,
+            connection=payment.connection,
+            now=now,
+        )
+    tpp_session_id = sca_state.token if sca_state is not None else str(uuid.uuid4())
     claimed = Payment.objects.filter(pk=payment.pk, state=PaymentState.DRAFT, idempotency_key=key).update(
         state=PaymentState.SUBMITTING,
         submitted_at=now,
@@ -533,6 +670,8 @@ def payment_submit(
         updated_at=now,
     )
     if claimed != 1:  # the other submit won: it calls the bank
+        if sca_state is not None:
+            connection_services.sca_state_spend(state=sca_state)
         payment.refresh_from_db()
         return SubmitOutcome(payment=payment, duplicate_submit=True)
     payment.state, payment.submitted_at, payment.tpp_session_id = PaymentState.SUBMITTING, now, tpp_session_id
@@ -566,6 +705,8 @@ def payment_submit(
             logger.warning("payment initiation not delivered", extra={"payment_id": payment.pk})
             with transaction.atomic():
                 flush_audit()
+                if sca_state is not None:  # the next submit makes a new one
+                    connection_services.sca_state_spend(state=sca_state)
                 if Payment.objects.filter(pk=payment.pk, state=PaymentState.SUBMITTING).update(
                     state=PaymentState.DRAFT,
                     submitted_at=None,
@@ -585,6 +726,8 @@ def payment_submit(
                 payment=payment, message=_("The bank could not be reached; nothing was sent. Please try again.")
             )
         except ClientError as error:
+            if sca_state is not None:  # nothing exists at the bank: no approval will follow
+                connection_services.sca_state_spend(state=sca_state)
             if not _store_refused(payment, error, actor=user, flush_audit=flush_audit, events=submitted):
                 payment.refresh_from_db()
                 return SubmitOutcome(payment=payment)
@@ -604,9 +747,30 @@ def payment_submit(
             )
             raise
         if not _store_initiated(
-            payment, answer, kind=PaymentEventKind.STATUS, actor=user, flush_audit=flush_audit, events=submitted
+            payment,
+            answer,
+            kind=PaymentEventKind.STATUS,
+            actor=user,
+            flush_audit=flush_audit,
+            events=submitted,
+            sca_state=sca_state,
         ):
             payment.refresh_from_db()  # a reconciler that took over stored the same answer first
+            return SubmitOutcome(payment=payment)
+    return _answered(payment, answer)
+
+
+def _answered(payment: Payment, answer: bank_models.PaymentInitiationResponse) -> SubmitOutcome:
+    """The outcome of an initiation answer just stored: where the PSU goes next."""
+    step = approval_step(
+        sca_redirect=answer.sca_redirect,
+        sca_status=answer.sca_status,
+        transaction_status=answer.transaction_status,
+    )
+    if step == STEP_REDIRECT:
+        return SubmitOutcome(payment=payment, sca_redirect=answer.sca_redirect or "")
+    if step == STEP_NONE:
+        return SubmitOutcome(payment=payment, message=no_approval_message(payment), approval_skipped=True)
     return SubmitOutcome(payment=payment)
 
 
@@ -618,6 +782,9 @@ class ReconcileOutcome:
     state: str
     message: str = ""
     attempted: bool = True
+    #: As SubmitOutcome's: the bank started the approval with the (replayed) initiation, or asked for none.
+    sca_redirect: str = ""
+    approval_skipped: bool = False
 
 
 def _reconcile_claim(payment_id: int, *, now: datetime, user_asks: bool) -> bool:
@@ -725,9 +892,29 @@ def payment_reconcile(*, payment_id: int, actor=None, presence: PsuContext | Non
         except BaseException:
             _store_unknown(payment, later=later, detail="", actor=actor, flush_audit=flush_audit)
             raise
-        _store_initiated(payment, answer, kind=PaymentEventKind.RECONCILED, actor=actor, flush_audit=flush_audit)
+        # The TPP-Session-ID replayed is the token of the SCA state made for the first submission (when it had
+        # the PSU's browser session): an approval the bank starts now is tied to it.
+        sca_state = connection_selectors.sca_state_of_session_id(
+            token=payment.tpp_session_id, user=payment.user_id
+        )
+        stored = _store_initiated(
+            payment,
+            answer,
+            kind=PaymentEventKind.RECONCILED,
+            actor=actor,
+            flush_audit=flush_audit,
+            sca_state=sca_state,
+        )
     payment.refresh_from_db(fields=["state"])
-    return ReconcileOutcome(state=payment.state)
+    if not stored:
+        return ReconcileOutcome(state=payment.state)
+    answered = _answered(payment, answer)
+    return ReconcileOutcome(
+        state=payment.state,
+        message=answered.message,
+        sca_redirect=answered.sca_redirect,
+        approval_skipped=answered.approval_skipped,
+    )
 
 
 def reconciliations_due(*, now=None, limit: int = 200) -> list[int]:

@@ -293,6 +293,9 @@ def _store_status(payment: Payment, *, token: str, now: datetime, answer, starte
                 PaymentState.AUTHORISING,
             ):
                 fields["state"] = PaymentState.AWAITING_STATUS
+            elif status in WAITING_FOR_SIGNERS and locked.state == PaymentState.AWAITING_STATUS:
+                # The bank asked one signer for no approval (an exemption) but still waits for signatures.
+                fields["state"] = PaymentState.AUTHORISING
             since = now if changed else _last_change(locked)
             planned = next_poll_time(status=status, now=now, unchanged_since=since)
             fields["next_poll_at"] = _keep_asked_poll(locked, planned, started=started)

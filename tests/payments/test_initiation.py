@@ -42,6 +42,7 @@ class StubBank:
         self.authorisations: list[dict] = []
         self.raise_on_initiate: list[Exception] = []
         self.made = 0
+        self.answer: dict = {}  # replaces fields of the initiation answer (transactionStatus, scaStatus, _links)
 
     @property
     def payments(self):  # the client's payments service
@@ -62,6 +63,7 @@ class StubBank:
                     "status": {"href": "/v1/payments/p/x/status"},
                     "startAuthorisation": {"href": "/v1/payments/p/x/authorisations", "verbs": ["POST"]},
                 },
+                **self.answer,
             }
         )
 
@@ -671,6 +673,55 @@ def test_check_now_replays_with_the_users_live_request_and_goes_on_to_approval(b
     payment.refresh_from_db()
     assert payment.state == PaymentState.AUTHORISING
     assert alice_client.get(f"/payments/{payment.pk}/reconcile/")["Location"] == f"/payments/{payment.pk}/"
+
+
+def test_check_now_follows_a_sca_redirect_the_replayed_initiation_answers_with(bank, alice_client, alice, draft):
+    """A bank that starts SCA with the initiation answers the replay with the scaRedirect: the user is sent
+    there, with no startAuthorisation, tied to the SCA state the first submission sent as its TPP-Session-ID."""
+    bank.raise_on_initiate.append(OutcomeUnknownError("timed out", request_id=str(draft.request_id)))
+    session_key = alice_client.session.session_key
+    payment = _submit(draft, alice, session_key=session_key).payment
+    assert payment.state == PaymentState.OUTCOME_UNKNOWN
+    state = ScaState.objects.get(user=alice, purpose=PAYMENT_PURPOSE)
+    assert payment.tpp_session_id == state.token and state.used_at is None  # kept: the replay may need it
+    bank.answer = {
+        "scaStatus": "started",
+        "_links": {"scaRedirect": {"href": "http://bank.test/sca/at-initiation"}},
+    }
+
+    checked = alice_client.post(f"/payments/{payment.pk}/reconcile/")
+
+    assert checked.status_code == 302 and checked["Location"] == "http://bank.test/sca/at-initiation"
+    assert bank.initiations[-1]["tpp_session_id"] == state.token and bank.authorisations == []
+    payment.refresh_from_db()
+    assert payment.state == PaymentState.AUTHORISING and payment.next_poll_at is not None
+    authorisation = PaymentAuthorisation.objects.get(payment=payment)
+    assert authorisation.sca_state == state and authorisation.completed_at is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "state"),
+    [
+        ({"scaStatus": "exempted", "_links": {}}, PaymentState.AWAITING_STATUS),
+        ({"transactionStatus": "ACTC", "_links": {}}, PaymentState.AWAITING_STATUS),
+        ({"transactionStatus": "ACSC", "_links": {}}, PaymentState.FINAL),
+    ],
+    ids=["exempted", "accepted", "completed"],
+)
+def test_an_initiation_answer_asking_no_approval_never_leaves_the_payment_initiated(
+    bank, draft, alice, answer, state
+):
+    """Spec 3 rule 2: "SCA exemptions may produce an instantly completed payment"."""
+    bank.answer = answer
+
+    outcome = _submit(draft, alice, session_key=SESSION)
+
+    assert outcome.approval_skipped and "did not ask you to approve" in outcome.message
+    payment = Payment.objects.get(pk=draft.pk)
+    assert payment.state == state and bank.authorisations == []
+    assert (payment.next_poll_at is None) == (state == PaymentState.FINAL)  # final: nothing left to read
+    assert ScaState.objects.get(user=alice).used_at is not None  # spent: no redirect back can use it
+    assert PaymentAuthorisation.objects.get(payment=payment).completed_at is not None
 
 
 # --- a caller that dies during the call, an unexpected failure, the audit row ---------------------------------

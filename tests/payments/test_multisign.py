@@ -211,3 +211,56 @@ def test_the_list_shows_the_company_payment_awaiting_the_cosigners_signature(ali
     page = browser.get(reverse("payment-list")).content.decode()
 
     assert f'href="/payments/{payment.pk}/"' in page and "awaits your signature" in page
+
+
+class ExemptingBank(FakeBank):
+    """A bank that asks the signer for no SCA (scaStatus exempted, no scaRedirect) and reports ``status``."""
+
+    def __init__(self, status: str) -> None:
+        super().__init__()
+        self.status_answer = status
+
+    def start_authorisation(self, **kwargs):
+        self.starts.append(kwargs)
+        return AuthorisationResponse(
+            sca_status="exempted", links={"scaStatus": Link(href="/v1/x/authorisations/1")}
+        )
+
+    def status(self, **kwargs):
+        from xs2a.models import PaymentStatus
+
+        return PaymentStatus(transaction_status=self.status_answer)
+
+
+@pytest.mark.parametrize(("after", "state"), [("PATC", "authorising"), ("PDNG", "awaiting_status")])
+def test_a_signer_the_bank_exempts_counts_as_signed_and_the_bank_status_decides_what_follows(
+    alice, bob, monkeypatch, after, state
+):
+    """One signer of a company's payment exempted from SCA: their signature counts as the bank counts it, no
+    approval is left open for them, and the status is read at once; whether more signers are needed is the bank's
+    word (PATC: still being approved, the next signer is asked; PDNG: processing)."""
+    bank = ExemptingBank(after)
+    monkeypatch.setattr("payments.services.authorisation.bank_client", lambda: bank)
+    monkeypatch.setattr("payments.services.polling.bank_client", lambda: bank)
+    payment = corporate_pair(alice, bob, transaction_status="PATC")
+    browser = _signed_in(bob)
+
+    response = browser.post(reverse("payment-sign", args=[payment.pk]))
+
+    assert response.status_code == 302 and response["Location"] == reverse("payment-detail", args=[payment.pk])
+    assert any("did not ask you to approve" in str(m) for m in response.wsgi_request._messages)
+    signature = PaymentAuthorisation.objects.get(payment=payment, signer=bob)
+    assert signature.completed_at is not None
+    assert ScaState.objects.get(user=bob).used_at is not None  # no redirect back can use it
+    event = PaymentEvent.objects.get(payment=payment, kind=PaymentEventKind.SIGNATURE, actor=bob)
+    assert "did not ask for approval" in event.detail
+    payment.refresh_from_db()
+    assert payment.state == "awaiting_status" and payment.next_poll_at <= timezone.now()
+
+    from payments.services.polling import payment_poll
+
+    assert payment_poll(payment_id=payment.pk).status == after
+    payment.refresh_from_db()
+    assert payment.state == state
+    page = browser.get(reverse("payment-detail", args=[payment.pk])).content.decode()
+    assert not _sign_button_shown(page)  # bob has signed: never asked again

@@ -98,6 +98,31 @@ def test_payment_initiation_sends_a_signed_exact_body_with_every_required_header
     assert result.tpp_session_id == sent.headers["tpp-session-id"]
 
 
+def test_an_initiation_answer_that_starts_the_approval_itself_is_read_with_its_sca_status(bank, client):
+    """A bank may start SCA with the initiation (scaRedirect and scaStatus in the 201) or exempt the payment
+    (scaStatus exempted, no scaRedirect): the answer says which."""
+    links = {k: v for k, v in CREATED["_links"].items() if k != "startAuthorisation"}
+    started = {
+        **CREATED,
+        "scaStatus": "started",
+        "_links": {**links, "scaRedirect": {"href": "https://bank.example/sca?s=2", "verbs": ["GET"]}},
+    }
+    exempted = {**CREATED, "transactionStatus": "PDNG", "scaStatus": "exempted", "_links": links}
+    path = "/v1/payments/norwegian-cross-border-credit-transfers"
+    bank.add("POST", path, Answer(201, started))
+    bank.add("POST", path, Answer(201, exempted))
+
+    first = client.payments.initiate(_payment(), psu=PRESENT)
+    second = client.payments.initiate(_payment(), psu=PRESENT)
+
+    assert first.sca_status == "started" and first.sca_redirect == "https://bank.example/sca?s=2"
+    assert first.start_authorisation is None
+    assert second.sca_status == "exempted" and second.sca_redirect is None
+    assert second.transaction_status == "PDNG"
+    assert models.PaymentInitiationResponse.from_json(CREATED).sca_status is None
+    assert "scaStatus" not in first.extra
+
+
 def test_payment_initiation_needs_a_present_and_identified_psu(bank, client):
     with pytest.raises(ValueError, match="PSU present"):
         client.payments.initiate(_payment(), psu=ABSENT)
