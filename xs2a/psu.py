@@ -39,6 +39,8 @@ _HEADERS = {
     "tpp_session_id": "TPP-Session-ID",
 }
 REDIRECT_PREFERRED = "TPP-Redirect-Preferred"
+#: The PsuContext fields that become headers, in the order the headers are written.
+HEADER_FIELDS = tuple(_HEADERS)
 PSU_HEADER_NAMES = tuple(name for name in _HEADERS.values() if name != "TPP-Session-ID")
 # Forwarded from the PSU's live request: meaningless (and refused) when the PSU is not present.
 _LIVE_ONLY = (

@@ -71,7 +71,7 @@ from xs2a.errors import (
     UnexpectedResponseError,
     Xs2aError,
 )
-from xs2a.psu import PsuContext
+from xs2a.psu import HEADER_FIELDS, PsuContext
 
 logger = logging.getLogger(__name__)
 
@@ -120,22 +120,9 @@ NO_APPROVAL_FINAL_MESSAGE = gettext_lazy(
     "The bank did not ask you to approve this payment. This page shows what the bank did with it."
 )
 
-# The PSU headers kept for a replay: PsuContext fields, as sent.
-_REPLAY_FIELDS = (
-    "psu_id",
-    "corporate_id",
-    "context",
-    "ip_address",
-    "ip_port",
-    "user_agent",
-    "accept",
-    "accept_charset",
-    "accept_encoding",
-    "accept_language",
-    "http_method",
-    "device_id",
-    "geo_location",
-)
+# The PSU headers kept for a replay: PsuContext fields, as sent (the X-PSU-IDENTITY of a single-SCA payment and
+# the TPP-Session-ID are the payment's own).
+_REPLAY_FIELDS = tuple(name for name in HEADER_FIELDS if name not in ("identity", "tpp_session_id"))
 
 
 class PaymentServiceError(Exception):
