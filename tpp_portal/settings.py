@@ -216,7 +216,7 @@ else:
     _queue = VAR_DIR / "broker"
     for _folder in ("out", "processed", "control"):
         (_queue / _folder).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_URL = "filesystem://localhost//"  # the host is a placeholder (kombu warns without one)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_queue / "out"),
         "data_folder_out": str(_queue / "out"),
