@@ -23,6 +23,7 @@ from connections.psu import psu_presence
 from connections.services import IdentityMismatch, ScaReturn, ScaStateRejected
 from payments import selectors
 from payments.forms import (
+    ApproveForm,
     CrossBorderPaymentForm,
     DebtorAccountOption,
     DomesticPaymentForm,
@@ -214,16 +215,26 @@ def _instruction_view(payment: Payment) -> dict:
     }
 
 
-def _to_approval(request, payment: Payment):
+def _to_approval(request, payment: Payment, *, in_app: bool = False):
     try:
         href = authorisation.authorisation_start(
             payment=payment,
             signer=request.user,
             session_key=request.session.session_key,
             presence=psu_presence(request),
+            in_app=in_app,
         )
     except authorisation.AuthorisationNotStarted as error:
         messages.error(request, _("The bank could not start the approval: %(text)s") % {"text": error.message})
+        return redirect(payment_page(payment))
+    if href is None:  # the bank asks the signer in its app: its status tells when the payment is approved
+        messages.info(
+            request,
+            _(
+                "Open your bank's app and approve the payment there. This page shows the bank's answer as soon "
+                "as it has it."
+            ),
+        )
         return redirect(payment_page(payment))
     return redirect(href)
 
@@ -267,7 +278,7 @@ def payment_review(request, pk):
         return redirect(payment_page(payment))
     session_forget_reauthentication(request)
     if payment.state == PaymentState.INITIATED:
-        return _to_approval(request, payment)
+        return _to_approval(request, payment, in_app=form.cleaned_data["in_app"])
     if payment.state == PaymentState.DRAFT:  # not delivered: the same page may be sent again
         form = PaymentSubmitForm(
             initial={"idempotency_key": payment.idempotency_key}, needs_identity=needs_identity
@@ -287,7 +298,8 @@ def payment_approve(request, pk):
     payment = payment_for_viewer(user=request.user, pk=pk)
     if request.session.session_key is None:
         request.session.save()
-    return _to_approval(request, payment)
+    choice = ApproveForm(request.POST)
+    return _to_approval(request, payment, in_app=choice.is_valid() and choice.cleaned_data["in_app"])
 
 
 @sensitive_page

@@ -33,6 +33,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from connections.models import BankConnection, ConnectionState, PsuContextChoice
+from connections.services import tpp_session_for
 from payments.instructions import BANK_PATH_TO_FIELD
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentProduct, PaymentState
 from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client
@@ -462,7 +463,9 @@ def payment_submit(
         raise ValueError("a payment is submitted with the PSU present")
 
     now = timezone.now()
-    tpp_session_id = str(uuid.uuid4())
+    # The user's TPP-Session-ID: an SCA within it holds for an hour across the portal's roles (never for this
+    # payment's own approval, which the bank always asks for).
+    tpp_session_id = tpp_session_for(user=user, now=now).session_id
     claimed = Payment.objects.filter(pk=payment.pk, state=PaymentState.DRAFT, idempotency_key=key).update(
         state=PaymentState.SUBMITTING,
         submitted_at=now,

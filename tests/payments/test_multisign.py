@@ -107,7 +107,8 @@ def test_the_next_signer_sees_the_payment_and_signs_with_their_own_psu_id(alice,
     assert start["psu"].corporate_id == COMPANY
     assert start["psu"].ip_address == "127.0.0.1"
     state = ScaState.objects.get(user=bob)
-    assert state.purpose == PAYMENT_PURPOSE and start["tpp_session_id"] == state.token
+    assert state.purpose == PAYMENT_PURPOSE and start["tpp_session_id"] == state.tpp_session_id
+    assert start["redirect_uri"].endswith(f"/bank/callback?state={state.token}")
     authorisation = PaymentAuthorisation.objects.get(payment=payment, signer=bob)
     assert authorisation.sca_state == state and authorisation.completed_at is None
 
