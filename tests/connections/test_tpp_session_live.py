@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from connections.models import BankConnection, ConnectionState, ScaState, TppSession
 from payments.models import Payment
-from tests.live_bank import BankBrowser, callback_target, portal_connect
+from tests.live_bank import PRIVATE_1, BankBrowser, callback_target, portal_connect
 from tests.payments.journeys import cross_border
 
 pytestmark = pytest.mark.live_bank
@@ -50,6 +50,42 @@ def test_an_account_consent_after_a_payments_sca_in_the_hour_needs_no_second_ide
     assert accounts.state == ConnectionState.ACTIVE and accounts.psu_id == paid["psu-id"]
     # The redirect of the earlier SCA, with the same TPP-Session-ID, cannot be used again.
     assert alice_client.get(path, {**params, "state": paid["state"]}).status_code == 400
+
+
+def test_an_account_consent_right_after_paying_needs_no_second_identification(live_bank, client, alice, bob):
+    # bob connects as the same bank customer only so that the test knows the IBAN to type; his portal user is
+    # then deleted, which frees the bank identity for alice (a PSU-ID belongs to one portal user).
+    client.force_login(bob)
+    portal_connect(client)
+    iban = BankConnection.objects.get(user=bob).accounts.get(name="Brukskonto").iban
+    bob.delete()
+    client.force_login(alice)
+    drafted = client.post(
+        "/payments/new/domestic/",
+        {
+            "debtor_account": iban,
+            "amount": "1250.50",
+            "creditor_name": "Bergen Utleie AS",
+            "creditor_account": "1506.12.34508",
+            "remittance_information": "Husleie desember",
+        },
+    )
+    payment = Payment.objects.get(pk=int(drafted["Location"].strip("/").split("/")[1]))
+    sent = client.post(
+        f"/payments/{payment.pk}/review/",
+        {"idempotency_key": str(payment.idempotency_key), "national_identity_number": PRIVATE_1},
+    )
+    assert _asks_identity(sent["Location"])
+    path, paid = callback_target(BankBrowser().authorise(sent["Location"]))
+    assert client.get(path, paid)["Location"] == f"/payments/{payment.pk}/"
+
+    href = _start(client)
+
+    assert not _asks_identity(href)  # the payment's SCA holds for the consent within the hour
+    path, params = callback_target(BankBrowser().authorise(href))
+    assert params["tpp-session-id"] == paid["tpp-session-id"] and params["psu-id"] == paid["psu-id"]
+    assert client.get(path, params).status_code == 302
+    assert BankConnection.objects.get(user=alice, access="accounts").state == ConnectionState.ACTIVE
 
 
 def test_a_payment_in_the_hour_is_still_approved_with_its_own_sca(live_bank, alice_client, alice):
