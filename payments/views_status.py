@@ -186,6 +186,7 @@ def payment_sign(request, pk: int):
     Signing needs the password typed recently; the password page sends the user back to the payment page (a
     GET), where they press "Sign at the bank" again: this address takes POST only.
     """
+    from payments.forms import ApproveForm
     from payments.services.authorisation import AuthorisationNotStarted, authorisation_start
 
     payment = selectors.payment_for_viewer(user=request.user, pk=pk)
@@ -195,15 +196,26 @@ def payment_sign(request, pk: int):
     if not selectors.may_sign(user=request.user, payment=payment):
         messages.error(request, _("You cannot sign this payment: it needs no signature of yours."))
         return redirect("payment-detail", pk=payment.pk)
+    choice = ApproveForm(request.POST)
     try:
         href = authorisation_start(
             payment=payment,
             signer=request.user,
             session_key=request.session.session_key,
             presence=psu_presence(request),
+            in_app=choice.is_valid() and choice.cleaned_data["in_app"],
         )
     except AuthorisationNotStarted as error:
         messages.error(request, str(error))
+        return redirect("payment-detail", pk=payment.pk)
+    if href is None:  # the bank asks the signer in its app: its status tells when the payment is signed
+        messages.info(
+            request,
+            _(
+                "Open your bank's app and approve the payment there. This page shows the bank's answer as soon "
+                "as it has it."
+            ),
+        )
         return redirect("payment-detail", pk=payment.pk)
     return redirect(href)
 
