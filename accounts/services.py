@@ -30,7 +30,14 @@ from accounts.models import (
     TransactionStatus,
 )
 from connections.models import BankConnection, ConnectionAccess, ConnectionState
-from connections.services import FetchOutcome, FetchProblem, ais_psu, bank_problem, connection_activate
+from connections.services import (
+    FetchOutcome,
+    FetchProblem,
+    ais_psu,
+    bank_problem,
+    connection_activate,
+    connection_without_accounts,
+)
 from tpp_portal.bank import bank_audit_context, bank_client
 from xs2a import models as bank_models
 from xs2a.errors import Xs2aError
@@ -44,7 +51,8 @@ def connection_fetch_accounts(
 ) -> FetchOutcome:
     """Read the consented accounts (and card accounts) and their balances with the PSU present, and store them.
 
-    Accounts no longer in the consent are kept with ``consented=False``. A pending connection becomes active.
+    Accounts no longer in the consent are kept with ``consented=False``. A pending connection becomes active;
+    one whose consent covers no account at all is not connected (``FetchProblem.NO_ACCOUNTS``).
     """
     psu = ais_psu(connection, presence, tpp_session_id)
     try:
@@ -82,6 +90,9 @@ def connection_fetch_accounts(
             stored[(kind, account.resource_id)] = account
         BankAccount.objects.filter(connection=connection).exclude(pk__in=kept).update(consented=False)
         count = _balances_store(stored, balances, now)
+        if not stored:
+            connection_without_accounts(connection=connection, actor=actor, now=now)
+            return FetchOutcome(connection, problem=FetchProblem.NO_ACCOUNTS)
         connection_activate(connection=connection, actor=actor, reason="consented accounts fetched", now=now)
     return FetchOutcome(connection, accounts=len(stored), balances=count)
 

@@ -8,6 +8,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from connections.models import ConnectionAccess, PsuContextChoice
+from tpp_portal.bank import CALLBACK_STATE
 
 
 class ConnectForm(forms.Form):
@@ -29,6 +30,11 @@ class ConnectForm(forms.Form):
         ],
         initial=ConnectionAccess.ACCOUNTS,
         widget=forms.RadioSelect,
+    )
+    in_app = forms.BooleanField(
+        label=_("Approve in my bank's app instead of the browser"),
+        required=False,
+        help_text=_("Where your bank offers it, you confirm in its app on your phone."),
     )
 
 
@@ -87,11 +93,26 @@ def failure_explained(code: str) -> str:
     return str(FAILURE_EXPLAINED.get(code, FAILURE_UNKNOWN))
 
 
+def _token_or_none(value: str | None) -> str | None:
+    if not value or len(value) > 64 or not set(value) <= _TOKEN_CHARS:
+        return None
+    return value
+
+
+def callback_state(query) -> str | None:
+    """The per-redirect state the portal put in the SCA's TPP-Redirect-URI, when well-formed."""
+    return _token_or_none(query.get(CALLBACK_STATE))
+
+
 def callback_success(query) -> tuple[dict[str, str] | None, str]:
     """(parameters, "") when the success parameters are well-formed, else (None, what is wrong). UUIDs are
-    accepted in either letter case (RFC 4122) and given in their canonical lower-case form."""
-    token = query.get("tpp-session-id", "")
-    if not token or len(token) > 64 or not set(token) <= _TOKEN_CHARS:
+    accepted in either letter case (RFC 4122) and given in their canonical lower-case form. ``state`` is the
+    portal's own parameter of the TPP-Redirect-URI; the others are the bank's (spec section 6)."""
+    state = callback_state(query)
+    if state is None:
+        return None, CALLBACK_STATE
+    token = _token_or_none(query.get("tpp-session-id", ""))
+    if token is None:
         return None, "tpp-session-id"
     psu_id = _uuid_or_none(query.get("psu-id"))
     if psu_id is None:
@@ -107,4 +128,10 @@ def callback_success(query) -> tuple[dict[str, str] | None, str]:
         return None, "psu-corporate-id"
     if context == PsuContextChoice.PRIVATE and corporate_id is not None:
         return None, "psu-corporate-id"
-    return {"tpp_session_id": token, "psu_id": psu_id, "context": context, "psu_corporate_id": corporate_id}, ""
+    return {
+        "state": state,
+        "tpp_session_id": token,
+        "psu_id": psu_id,
+        "context": context,
+        "psu_corporate_id": corporate_id,
+    }, ""

@@ -17,8 +17,11 @@ from django.utils.translation import gettext_lazy as _
 
 from connections.crypto import EncryptedTextField
 
-#: A TPP-Session-ID state may be used this long after it was made (issue 6).
+#: An SCA state may be used this long after it was made (issue 6).
 SCA_STATE_LIFETIME = timedelta(minutes=10)
+#: An SCA within one TPP-Session-ID holds this long at the bank (bank-api-spec sections 3 and 8), across the
+#: TPP's roles; never for a payment (dynamic linking). The portal keeps one TPP-Session-ID per user this long.
+TPP_SESSION_LIFETIME = timedelta(hours=1)
 #: The bank-offered consent lasts this long after its SCA (bank-api-spec section 8, the bank's rule).
 CONSENT_VALIDITY = timedelta(days=180)
 
@@ -149,14 +152,47 @@ class ScaPurpose(models.TextChoices):
     USERS = "users", _("Identify for payments")  # /v1/users: the PSU-ID only (payment-only journey)
 
 
+class TppSession(models.Model):
+    """The TPP-Session-ID of a portal user (one at a time): sent on every SCA the user starts, so that an SCA
+    done within it holds at the bank for an hour across the portal's roles (a consent after a payment needs no
+    second identification where the bank allows it; a payment is always approved with its own SCA).
+
+    It is replaced when its hour has passed: counted from the first SCA completed in it (``sca_at``), or from
+    its first use when none was. ``psu_id`` is the bank identity of that SCA, sent when the user connects again
+    within the hour so that the bank can recognise the session. Encrypted at rest, like every PSU identifier.
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, verbose_name="user", on_delete=models.CASCADE, related_name="+"
+    )
+    session_id = EncryptedTextField("TPP-Session-ID")
+    started_at = models.DateTimeField("first used")
+    sca_at = models.DateTimeField("first SCA completed", null=True, blank=True)
+    psu_id = EncryptedTextField("PSU-ID of that SCA", blank=True)
+
+    class Meta:
+        verbose_name = "TPP session"
+        verbose_name_plural = "TPP sessions"
+
+    def __str__(self) -> str:
+        return f"TPP session of user #{self.user_id}"
+
+    @property
+    def expires_at(self):
+        return (self.sca_at or self.started_at) + TPP_SESSION_LIFETIME
+
+
 class ScaState(models.Model):
-    """The state of one SCA redirect: the TPP-Session-ID sent to the bank, which the callback must bring back.
+    """The state of one SCA redirect: a per-redirect secret in the TPP-Redirect-URI of the call that started
+    SCA (the ``state`` query parameter), which the callback must bring back, with the TPP-Session-ID sent then.
 
     At least 128 random bits (``secrets.token_urlsafe(32)``: 256), tied to the user and the browser session
     that started it, single-use (``used_at`` set by a conditional UPDATE), expiring after SCA_STATE_LIFETIME.
+    The TPP-Session-ID is the user's (``TppSession``), shared by the SCAs of its hour: it names no redirect.
     """
 
-    token = models.CharField("TPP-Session-ID", max_length=64, unique=True)
+    token = models.CharField("state", max_length=64, unique=True)
+    tpp_session_id = EncryptedTextField("TPP-Session-ID sent", blank=True)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, verbose_name="user", on_delete=models.CASCADE, related_name="+"
     )

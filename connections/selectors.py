@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from connections.models import BankConnection, ConnectionState, PsuContextChoice, ScaState
+from connections.models import BankConnection, ConnectionState, PsuContextChoice
 from tpp_portal.bank import bank_audit_context, bank_client
 from users.security import get_owned_or_404
 from xs2a import models as bank_models
@@ -65,11 +65,3 @@ def confirmed_agreement_hashes(*, user: Any) -> list[str]:
         .values_list("psu_corporate_id_hash", flat=True)
         .distinct()
     )
-
-
-def sca_state_of_session_id(*, token: str, user: Any) -> ScaState | None:
-    """The user's SCA state whose token was sent as this TPP-Session-ID (used or not), or None: another app ties
-    an SCA the bank started on a request of its own (a payment initiation) to the state it sent."""
-    if not token:
-        return None
-    return ScaState.objects.filter(token=token, user=user).select_related("connection").first()

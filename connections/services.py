@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import hmac
 import logging
 import secrets
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from connections.models import (
     CONSENT_REMINDER_DAYS,
     CONSENT_VALIDITY,
     SCA_STATE_LIFETIME,
+    TPP_SESSION_LIFETIME,
     BankConnection,
     ConnectionAccess,
     ConnectionEvent,
@@ -49,8 +51,9 @@ from connections.models import (
     PsuContextChoice,
     ScaPurpose,
     ScaState,
+    TppSession,
 )
-from tpp_portal.bank import bank_audit_context, bank_client
+from tpp_portal.bank import bank_audit_context, bank_client, callback_uri
 from xs2a import models as bank_models
 from xs2a.errors import (
     AccessExceededError,
@@ -118,6 +121,11 @@ class BankStartFailed(ConnectionServiceError):
     """The bank did not give a usable scaRedirect link."""
 
 
+class AppApprovalNotOffered(BankStartFailed):
+    """Approval in the bank's app was asked for (TPP-Redirect-Preferred: false) and the bank answered without a
+    scaRedirect. A connection cannot be made that way: the PSU-ID only ever comes back in the redirect."""
+
+
 # --- outcomes ----------------------------------------------------------------------------------------------
 
 
@@ -125,6 +133,7 @@ class FetchProblem:
     NEEDS_RECONNECT = "needs_reconnect"  # 401 with scaRedirect, or a consent error
     LIMIT = "limit"  # 429 / ACCESS_EXCEEDED
     UNAVAILABLE = "unavailable"  # any other bank failure (network, 5xx, unexpected answer)
+    NO_ACCOUNTS = "no_accounts"  # the bank answered with the consent, and it covers no account
 
 
 @dataclass(frozen=True)
@@ -152,6 +161,8 @@ class CallbackParams:
     psu_id: str
     context: str
     psu_corporate_id: str | None = None
+    #: The per-redirect state the portal put in this SCA's TPP-Redirect-URI (the bank returns it untouched).
+    state: str = ""
 
 
 @dataclass(frozen=True)
@@ -219,6 +230,23 @@ def connection_activate(*, connection: BankConnection, actor: Any, reason: str, 
     return connection
 
 
+def connection_without_accounts(*, connection: BankConnection, actor: Any, now: datetime) -> BankConnection:
+    """The bank answered with the connection's consent and it covers no account (none was ticked at the bank's
+    screen, or the bank no longer lists them): nothing is connected. The connection asks for a new consent
+    (NEEDS_RECONNECT) instead of showing as connected. Inside the caller's transaction."""
+    BankConnection.objects.filter(pk=connection.pk).update(accounts_fetched_at=now)
+    connection.accounts_fetched_at = now
+    if connection.state in (S.PENDING, S.ACTIVE):
+        connection_transition(
+            connection=connection,
+            to=S.NEEDS_RECONNECT,
+            actor=actor,
+            reason="the bank's consent covers no account",
+            now=now,
+        )
+    return connection
+
+
 def _connection_create(*, user: Any, reason: str, now: datetime, **fields: Any) -> BankConnection:
     """A new pending connection and its first event (inside the caller's transaction)."""
     connection = BankConnection.objects.create(user=user, state=S.PENDING, **fields)
@@ -233,6 +261,39 @@ def _user_or_none(user: Any) -> Any:
 
 
 # --- SCA states --------------------------------------------------------------------------------------------
+
+
+def tpp_session_for(*, user: Any, now: datetime | None = None) -> TppSession:
+    """The user's TPP-Session-ID for an SCA starting now: the same one for the bank's hour (from the first SCA
+    completed in it, or from its first use when none was), then a new one. One per user, so that a new one never
+    ends the hour of another of the user's sessions at the bank before its time (spec section 3)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        session, created = TppSession.objects.select_for_update().get_or_create(
+            user=user, defaults={"session_id": secrets.token_urlsafe(32), "started_at": now}
+        )
+        if not created and session.expires_at <= now:
+            session.session_id = secrets.token_urlsafe(32)
+            session.started_at, session.sca_at, session.psu_id = now, None, ""
+            session.save(update_fields=["session_id", "started_at", "sca_at", "psu_id"])
+    return session
+
+
+def tpp_session_sca_completed(*, user: Any, tpp_session_id: str, psu_id: str, now: datetime) -> None:
+    """An SCA with ``tpp_session_id`` came back confirmed: the first one in the user's current TPP session starts
+    its hour (later ones do not prolong it: the bank's hour may not be prolonged by an SCA it skipped)."""
+    session = TppSession.objects.filter(user=user, sca_at__isnull=True).first()
+    if session is None or not hmac.compare_digest(session.session_id, tpp_session_id):
+        return  # the hour runs already, or the session was replaced meanwhile
+    TppSession.objects.filter(pk=session.pk, sca_at__isnull=True).update(sca_at=now, psu_id=psu_id)
+
+
+def tpp_session_known_psu(*, user: Any, now: datetime | None = None) -> str | None:
+    """The PSU-ID of the SCA that started the user's TPP session, while its hour runs: sent when the user starts
+    another SCA, so that the bank can let that SCA hold (never for a payment, which the bank always asks for)."""
+    now = now or timezone.now()
+    session = TppSession.objects.filter(user=user, sca_at__gt=now - TPP_SESSION_LIFETIME).first()
+    return (session.psu_id or None) if session is not None else None
 
 
 def session_key_hash(session_key: str | None) -> str:
@@ -252,11 +313,14 @@ def sca_state_create(
     now: datetime | None = None,
 ) -> ScaState:
     """A fresh SCA state for a registered ``purpose`` (saved before the bank is called): 256 random bits, tied
-    to ``user`` and the browser session."""
+    to ``user`` and the browser session, with the user's TPP-Session-ID of the moment (``tpp_session_for``).
+    Send it with :func:`sca_redirect_uri` and ``state.tpp_session_id``."""
     if not plugins.is_registered(purpose) or context not in PsuContextChoice.values:
         raise ValueError(f"unknown SCA purpose or context: {purpose!r}, {context!r}")
+    now = now or timezone.now()
     return ScaState.objects.create(
         token=secrets.token_urlsafe(32),  # the issue asks for at least 128 random bits
+        tpp_session_id=tpp_session_for(user=user, now=now).session_id,
         user=user,
         session_key_hash=session_key_hash(session_key),
         purpose=purpose,
@@ -264,8 +328,13 @@ def sca_state_create(
         connection=connection,
         agreement_name=((agreement.name or "") if agreement else "")[:140],
         agreement_id_hash=lookup_hash(agreement.id) if agreement else "",
-        created_at=now or timezone.now(),
+        created_at=now,
     )
+
+
+def sca_redirect_uri(state: ScaState) -> str:
+    """The TPP-Redirect-URI of the SCA of ``state``: the callback, naming the state."""
+    return callback_uri(state=state.token)
 
 
 def sca_state_spend(*, state: ScaState, now: datetime | None = None) -> None:
@@ -290,13 +359,15 @@ def sca_state_consume(*, token: str, user: Any, session_key: str | None, now: da
     raise ScaStateRejected("expired")
 
 
-def sca_state_open(*, user: Any, session_key: str | None, now: datetime | None = None) -> ScaState | None:
-    """The newest unused, unexpired SCA state of this user's browser session: the one a failure redirect (which
-    names no state) is about. Reading it changes nothing."""
+def sca_state_open(
+    *, user: Any, session_key: str | None, token: str | None = None, now: datetime | None = None
+) -> ScaState | None:
+    """The unused, unexpired SCA state of this user's browser session that a failure redirect is about: the one
+    its address names (``token``) when that is one of them, else the newest. Reading it changes nothing."""
     if not session_key or not getattr(user, "is_authenticated", False):
         return None
     now = now or timezone.now()
-    return (
+    open_states = (
         ScaState.objects.filter(
             user=user,
             session_key_hash=session_key_hash(session_key),
@@ -305,8 +376,9 @@ def sca_state_open(*, user: Any, session_key: str | None, now: datetime | None =
         )
         .select_related("connection")
         .order_by("-created_at", "-pk")
-        .first()
     )
+    named = open_states.filter(token=token).first() if token else None
+    return named or open_states.first()
 
 
 def _check_redirect(href: str | None) -> str:
@@ -325,14 +397,19 @@ def sca_start(
     presence: PsuContext,
     connection: BankConnection | None = None,
     agreement: bank_models.Agreement | None = None,
+    in_app: bool = False,
 ) -> str:
     """Store a fresh SCA state and ask the bank to start SCA with it; returns the scaRedirect address.
 
-    CONNECT: bank-offered consent in ``context``. USERS: /v1/users (the PSU-ID only, payment-only journey).
-    RECONNECT: a new consent for ``connection``, with its PSU-ID (and PSU-Corporate-ID) so the bank asks for
-    the same person; the old consent stays in use until the callback succeeds. AGREEMENT: a consent for the
-    corporate ``agreement`` listed with ``connection``'s PSU-ID.
-    Raises ``Xs2aError`` (the bank refused or failed) or ``BankStartFailed``.
+    CONNECT: bank-offered consent in ``context``; in private context within the hour of the user's TPP session
+    with the PSU-ID of its SCA, so that the bank may let that SCA hold. USERS: /v1/users (the PSU-ID only,
+    payment-only journey). RECONNECT: a new consent for ``connection``, with its PSU-ID (and PSU-Corporate-ID)
+    so the bank asks for the same person; the old consent stays in use until the callback succeeds. AGREEMENT: a
+    consent for the corporate ``agreement`` listed with ``connection``'s PSU-ID.
+
+    Every call carries the user's TPP-Session-ID and this SCA's own TPP-Redirect-URI (naming its state).
+    ``in_app``: TPP-Redirect-Preferred: false, the PSU asks to approve in the bank's app.
+    Raises ``Xs2aError`` (the bank refused or failed), ``BankStartFailed`` or ``AppApprovalNotOffered``.
     """
     if purpose not in ScaPurpose.values:
         raise ValueError(f"not a purpose of bank connections: {purpose!r}")
@@ -348,19 +425,29 @@ def sca_start(
         connection=connection,
         agreement=agreement,
     )
-    identity: dict[str, Any] = {"context": state.context, "tpp_session_id": state.token}
+    identity: dict[str, Any] = {"context": state.context, "tpp_session_id": state.tpp_session_id}
     if purpose == ScaPurpose.RECONNECT and connection is not None:
         identity.update(psu_id=connection.psu_id, corporate_id=connection.psu_corporate_id or None)
     elif purpose == ScaPurpose.AGREEMENT and connection is not None and agreement is not None:
         identity.update(psu_id=connection.psu_id, corporate_id=agreement.id)
+    elif purpose == ScaPurpose.CONNECT and state.context == PsuContextChoice.PRIVATE:
+        identity.update(psu_id=tpp_session_known_psu(user=user, now=state.created_at))
     psu = dataclasses.replace(presence, **identity)
+    start = {
+        "psu": psu,
+        "tpp_session_id": state.tpp_session_id,
+        "redirect_uri": sca_redirect_uri(state),
+        "redirect_preferred": False if in_app else None,
+    }
     try:
         with bank_audit_context(user=user, obj=connection):
             client = bank_client()
             if purpose == ScaPurpose.USERS:
-                answer = client.consents.users(psu=psu, tpp_session_id=state.token)
+                answer = client.consents.users(**start)
             else:
-                answer = client.consents.start(psu=psu, tpp_session_id=state.token)
+                answer = client.consents.start(**start)
+        if in_app and not answer.sca_redirect:
+            raise AppApprovalNotOffered("the bank answered the request for in-app approval without a scaRedirect")
         return _check_redirect(answer.sca_redirect)
     except (Xs2aError, BankStartFailed):
         sca_state_spend(state=state)
@@ -417,6 +504,20 @@ def _agreement_confirmed(*, user: Any, state: ScaState, psu_id: str, corporate_i
     return next((a for a in listed if a.id and lookup_hash(a.id) == corporate_hash), None)
 
 
+def _sca_state_session_check(*, user: Any, session_key: str | None, params: CallbackParams) -> None:
+    """The redirect's tpp-session-id must be the one sent when its state's SCA started (the bank echoes it):
+    a state's address with another session's id is refused and the state kept (a forged or mixed-up address)."""
+    if not session_key or not getattr(user, "is_authenticated", False) or not params.state:
+        return  # sca_state_consume refuses these
+    sent = (
+        ScaState.objects.filter(token=params.state, user=user, session_key_hash=session_key_hash(session_key))
+        .values_list("tpp_session_id", flat=True)
+        .first()
+    )
+    if sent is not None and not hmac.compare_digest(sent.encode(), params.tpp_session_id.encode()):
+        raise ScaStateRejected("session")
+
+
 def sca_return_accept(
     *, user: Any, session_key: str | None, params: CallbackParams, presence: PsuContext
 ) -> ScaReturn:
@@ -426,7 +527,8 @@ def sca_return_accept(
     Raises ``ScaStateRejected``, ``IdentityRefused`` (recorded) or ``IdentityUnconfirmed``; the state stays used.
     """
     now = timezone.now()
-    state = sca_state_consume(token=params.tpp_session_id, user=user, session_key=session_key, now=now)
+    _sca_state_session_check(user=user, session_key=session_key, params=params)
+    state = sca_state_consume(token=params.state, user=user, session_key=session_key, now=now)
     corporate_id = params.psu_corporate_id if params.context == PsuContextChoice.CORPORATE else None
     bound = psu_bind(user=user, psu_id=params.psu_id)
     if bound is not None:
@@ -452,6 +554,7 @@ def sca_return_accept(
                 corporate_id=corporate_id,
             )
         agreement_name = (agreement.name or "")[:140]
+    tpp_session_sca_completed(user=user, tpp_session_id=state.tpp_session_id, psu_id=params.psu_id, now=now)
     return ScaReturn(
         state=state,
         user=user,

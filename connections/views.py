@@ -19,7 +19,14 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from connections import plugins, selectors, services
-from connections.forms import AgreementForm, ConnectForm, callback_failure, callback_success, failure_explained
+from connections.forms import (
+    AgreementForm,
+    ConnectForm,
+    callback_failure,
+    callback_state,
+    callback_success,
+    failure_explained,
+)
 from connections.models import ConnectionAccess, PsuContextChoice, ScaPurpose
 from connections.psu import psu_presence
 from users.security import sensitive_page
@@ -34,6 +41,15 @@ def _to_bank(request, **start):
         href = services.sca_start(
             user=request.user, session_key=request.session.session_key, presence=psu_presence(request), **start
         )
+    except services.AppApprovalNotOffered:
+        messages.error(
+            request,
+            _(
+                "Your bank does not offer approval in its app for this. Untick the box to approve in the "
+                "browser instead."
+            ),
+        )
+        return None
     except (Xs2aError, services.BankStartFailed) as exc:
         logger.warning("SCA not started", extra={"error": type(exc).__name__})
         messages.error(request, _("The bank could not start the authentication. Please try again later."))
@@ -53,6 +69,14 @@ def report(request, outcome: services.FetchOutcome | None) -> None:
             messages.warning(request, _("The bank's limit is reached; try again after %(when)s.") % {"when": when})
         else:
             messages.warning(request, _("The bank's limit is reached; try again later."))
+    elif outcome.problem == services.FetchProblem.NO_ACCOUNTS:
+        messages.warning(
+            request,
+            _(
+                "You did not choose any account at the bank, so nothing is connected. Connect again and tick "
+                "the accounts you want to share."
+            ),
+        )
     elif outcome.problem == services.FetchProblem.UNAVAILABLE:
         messages.error(request, _("The bank did not answer as expected. Please try again later."))
 
@@ -67,6 +91,7 @@ def connect(request):
             request,
             purpose=ScaPurpose.USERS if payments_only else ScaPurpose.CONNECT,
             context=form.cleaned_data["context"],
+            in_app=form.cleaned_data["in_app"],
         )
         if response is not None:
             return response
@@ -87,7 +112,9 @@ def callback(request):
     """
     code = callback_failure(request.GET)
     if code is not None:
-        state = services.sca_state_open(user=request.user, session_key=request.session.session_key)
+        state = services.sca_state_open(
+            user=request.user, session_key=request.session.session_key, token=callback_state(request.GET)
+        )
         if state is not None:
             return plugins.purpose(state.purpose).failed(request, state, code)
         return render(request, "connections/callback_failed.html", {"explained": failure_explained(code)})
@@ -123,6 +150,7 @@ def connection_sca_accept(request, sca_return: services.ScaReturn):
         return _rejected(request, "identity")
     except services.ScaStateRejected as exc:
         return _rejected(request, exc.reason)
+    context_changed(request, asked=sca_return.state.context, chosen=sca_return.context)
     if connection.access == ConnectionAccess.PAYMENTS:
         messages.success(request, _("Your bank is connected for payments."))
         return redirect("bank-connections")
@@ -130,13 +158,33 @@ def connection_sca_accept(request, sca_return: services.ScaReturn):
         connection=connection,
         presence=sca_return.presence,
         actor=request.user,
-        tpp_session_id=sca_return.state.token,
+        tpp_session_id=sca_return.state.tpp_session_id,
     )
     if all(outcome.ok for outcome in outcomes):
         messages.success(request, _("Your bank is connected."))
     for outcome in outcomes:
         report(request, outcome)
     return redirect("bank-connections")
+
+
+def context_changed(request, *, asked: str, chosen: str) -> None:
+    """The PSU chose another context at the bank than the one asked for here: say which one is connected (the
+    bank's choice is the one that holds)."""
+    if asked == chosen:
+        return
+    if chosen == PsuContextChoice.PRIVATE:
+        text = _(
+            "You asked to connect a company's accounts, but at the bank you chose your private accounts. You are "
+            "connected in private context. To connect the company, connect again and choose the company at the "
+            "bank."
+        )
+    else:
+        text = _(
+            "You asked to connect your private accounts, but at the bank you chose a company. You are connected "
+            "in corporate context, for that company. To connect your private accounts, connect again and choose "
+            "private at the bank."
+        )
+    messages.warning(request, text)
 
 
 def connection_sca_failed(request, state, code: str):

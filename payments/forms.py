@@ -504,6 +504,21 @@ class DomesticPaymentForm(CrossBorderPaymentForm):
 # --- the review page ------------------------------------------------------------------------------------------
 
 
+def in_app_field() -> forms.BooleanField:
+    """TPP-Redirect-Preferred: false, asked for by the payer."""
+    return forms.BooleanField(
+        label=_("Approve in my bank's app instead of the browser"),
+        required=False,
+        help_text=_("Where your bank offers it, you confirm in its app on your phone."),
+    )
+
+
+class ApproveForm(forms.Form):
+    """The button that sends a signer to the bank to approve a payment (again)."""
+
+    in_app = in_app_field()
+
+
 class PaymentSubmitForm(forms.Form):
     """The review page's form: the idempotency key it was shown with, and for single SCA (no bank connection)
     the payer's national identity number (fødselsnummer), sent once as X-PSU-IDENTITY and never stored in
@@ -518,6 +533,7 @@ class PaymentSubmitForm(forms.Form):
         ),
         error_messages={"required": _("Enter your national identity number (11 digits).")},
     )
+    in_app = in_app_field()
 
     def __init__(self, *args, needs_identity: bool, **kwargs) -> None:
         super().__init__(*args, **kwargs)

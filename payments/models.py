@@ -147,6 +147,16 @@ class Payment(models.Model):
     idempotency_key = models.UUIDField("idempotency key", unique=True, editable=False)
     request_id = models.UUIDField("X-Request-ID of the initiation", unique=True, editable=False)
     tpp_session_id = models.CharField("TPP-Session-ID of the initiation", max_length=64, blank=True)
+    # The SCA state whose TPP-Redirect-URI the initiation carried (the PSU's browser session was known): an
+    # approval the bank starts with the initiation itself comes back to the callback with it.
+    initiation_sca_state = models.ForeignKey(
+        "connections.ScaState",
+        verbose_name="SCA state of the initiation",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     # The portal's reference, first in the message to the recipient (remittanceInformationUnstructured), so that
     # a payment the bank did not confirm (UNCONFIRMED) can be found in the debtor account's transactions.
     reference = models.CharField("portal reference", max_length=10, blank=True, db_index=True, editable=False)

@@ -25,6 +25,7 @@ from connections.psu import psu_presence
 from connections.services import IdentityMismatch, ScaReturn, ScaStateRejected
 from payments import selectors
 from payments.forms import (
+    ApproveForm,
     CrossBorderPaymentForm,
     DebtorAccountOption,
     DomesticPaymentForm,
@@ -240,19 +241,23 @@ def _instruction_view(payment: Payment) -> dict:
     }
 
 
-def _to_approval(request, payment: Payment):
+def _to_approval(request, payment: Payment, *, in_app: bool = False):
     try:
         href = authorisation.authorisation_start(
             payment=payment,
             signer=request.user,
             session_key=request.session.session_key,
             presence=psu_presence(request),
+            in_app=in_app,
         )
     except authorisation.AuthorisationNotStarted as error:
         messages.error(request, _("The bank could not start the approval: %(text)s") % {"text": error.message})
         return redirect(payment_page(payment))
-    if href is None:  # the bank asked for no approval: its status is being read
-        messages.info(request, initiation.no_approval_message(payment))
+    if href is None:  # the bank asked for no approval, or asks the signer in its app: its status tells
+        if in_app and not authorisation.signature_counted(payment=payment, signer=request.user):
+            messages.info(request, authorisation.IN_APP_MESSAGE)
+        else:
+            messages.info(request, initiation.no_approval_message(payment))
         return redirect(payment_page(payment))
     return redirect(href)
 
@@ -297,7 +302,7 @@ def payment_review(request, pk):
         return redirect(payment_page(payment))
     session_forget_reauthentication(request)
     if payment.state == PaymentState.INITIATED:
-        return _to_approval(request, payment)
+        return _to_approval(request, payment, in_app=form.cleaned_data["in_app"])
     if outcome.sca_redirect:  # the bank started the approval with the initiation itself
         return redirect(outcome.sca_redirect)
     if outcome.approval_skipped:
@@ -322,7 +327,8 @@ def payment_approve(request, pk):
     payment = payment_for_viewer(user=request.user, pk=pk)
     if request.session.session_key is None:
         request.session.save()
-    return _to_approval(request, payment)
+    choice = ApproveForm(request.POST)
+    return _to_approval(request, payment, in_app=choice.is_valid() and choice.cleaned_data["in_app"])
 
 
 @sensitive_page

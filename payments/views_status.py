@@ -189,7 +189,13 @@ def payment_sign(request, pk: int):
     Signing needs the password typed recently; the password page sends the user back to the payment page (a
     GET), where they press "Sign at the bank" again: this address takes POST only.
     """
-    from payments.services.authorisation import AuthorisationNotStarted, authorisation_start
+    from payments.forms import ApproveForm
+    from payments.services.authorisation import (
+        IN_APP_MESSAGE,
+        AuthorisationNotStarted,
+        authorisation_start,
+        signature_counted,
+    )
 
     payment = selectors.payment_for_viewer(user=request.user, pk=pk)
     detail = reverse("payment-detail", args=[payment.pk])
@@ -198,18 +204,25 @@ def payment_sign(request, pk: int):
     if not selectors.may_sign(user=request.user, payment=payment):
         messages.error(request, _("You cannot sign this payment: it needs no signature of yours."))
         return redirect("payment-detail", pk=payment.pk)
+    choice = ApproveForm(request.POST)
     try:
         href = authorisation_start(
             payment=payment,
             signer=request.user,
             session_key=request.session.session_key,
             presence=psu_presence(request),
+            in_app=(in_app := choice.is_valid() and choice.cleaned_data["in_app"]),
         )
     except AuthorisationNotStarted as error:
         messages.error(request, str(error))
         return redirect("payment-detail", pk=payment.pk)
-    if href is None:  # the bank asked this signer for no approval: the signature counts, the status is read
-        messages.info(request, _("The bank did not ask you to approve this payment. We are following its status."))
+    if href is None:  # the bank asked for no approval, or asks the signer in its app: its status tells
+        if in_app and not signature_counted(payment=payment, signer=request.user):
+            messages.info(request, IN_APP_MESSAGE)
+        else:
+            messages.info(
+                request, _("The bank did not ask you to approve this payment. We are following its status.")
+            )
         return redirect("payment-detail", pk=payment.pk)
     return redirect(href)
 

@@ -52,8 +52,15 @@ class ScaStateFactory(factory.django.DjangoModelFactory):
         model = ScaState
 
     token = factory.Sequence(lambda n: f"state-token-{n:04d}-abcdefghijklmnopqrstuvwxyz")
+    tpp_session_id = factory.Sequence(lambda n: f"tpp-session-{n:04d}-abcdefghijklmnopqrstuvwxyz")
     user = factory.SubFactory(UserFactory)
     session_key_hash = "0" * 64
     purpose = ScaPurpose.CONNECT
     context = "PRIVATE"
     created_at = factory.LazyFunction(timezone.now)
+
+
+def callback_params(state: ScaState) -> dict[str, str]:
+    """The parameters of the redirect back that name ``state``: its own (``state``, which the portal put in the
+    SCA's TPP-Redirect-URI) and the TPP-Session-ID sent with it, which the bank echoes."""
+    return {"state": state.token, "tpp-session-id": state.tpp_session_id}

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib.contenttypes.models import ContentType
@@ -32,6 +33,14 @@ log = logging.getLogger(__name__)
 
 #: The path of the portal that the bank redirects the PSU back to after SCA (TPP-Redirect-URI).
 CALLBACK_PATH = "/bank/callback"
+#: The query parameter of an SCA's own TPP-Redirect-URI that names its state (connections.ScaState.token).
+CALLBACK_STATE = "state"
+
+
+def callback_uri(*, state: str) -> str:
+    """The TPP-Redirect-URI of one SCA: the callback with that SCA's state in its query. The bank sends the PSU
+    back to it with its own parameters added (spec section 6), so the callback learns which redirect it was."""
+    return settings.PORTAL_BASE_URL.rstrip("/") + CALLBACK_PATH + "?" + urlencode({CALLBACK_STATE: state})
 
 
 @dataclass(frozen=True)

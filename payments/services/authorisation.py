@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from connections import services as connection_services
 from connections.crypto import lookup_hash
@@ -61,13 +62,21 @@ def _signer_connection(payment: Payment, signer) -> BankConnection | None:
     return connection_for_agreement(user=signer, corporate_id_hash=payment.connection.psu_corporate_id_hash)
 
 
-def authorisation_start(*, payment: Payment, signer, session_key: str | None, presence: PsuContext) -> str | None:
+def authorisation_start(
+    *, payment: Payment, signer, session_key: str | None, presence: PsuContext, in_app: bool = False
+) -> str | None:
     """Store a fresh SCA state (purpose "payment") and the signer's PaymentAuthorisation, then POST the payment's
     startAuthorisation link; returns the scaRedirect address to send the signer's browser to.
 
-    None: the bank asked this signer for no approval (scaStatus "exempted", no scaRedirect). The signature is
-    counted as the bank counts it, the state is spent, a payment still INITIATED or AUTHORISING is AWAITING_STATUS
-    (a poll finds it still waiting for others' signatures, if it does) and its status is read at once.
+    The call carries the signer's TPP-Session-ID and this SCA's own TPP-Redirect-URI. The bank always asks for
+    the payment's own SCA (dynamic linking), whatever the session. ``in_app``: TPP-Redirect-Preferred: false;
+    when the bank then answers without a scaRedirect (the signer approves in its app), None is returned and
+    the payment's status is read until the bank says it is approved (as for any approval).
+
+    None also when the bank asked this signer for no approval (scaStatus "exempted", no scaRedirect): the
+    signature is counted as the bank counts it (``signature_counted``), the state is spent, a payment still
+    INITIATED or AUTHORISING is AWAITING_STATUS (a poll finds it still waiting for others' signatures, if it
+    does) and its status is read at once.
 
     The initiator approves first; for a corporate payment in PATC a further signer (another portal user of the
     same company, with their own connection to the agreement) calls this too. Raises AuthorisationNotStarted
@@ -112,7 +121,11 @@ def authorisation_start(*, payment: Payment, signer, session_key: str | None, pr
             authorisation.failed_at = None
             authorisation.failure = ""
             authorisation.save(update_fields=["sca_state", "started_at", "failed_at", "failure"])
-    identity: dict[str, Any] = {"context": payment.context, "tpp_session_id": state.token, "identity": None}
+    identity: dict[str, Any] = {
+        "context": payment.context,
+        "tpp_session_id": state.tpp_session_id,
+        "identity": None,
+    }
     if connection is not None and connection.psu_id:
         identity.update(psu_id=connection.psu_id, corporate_id=connection.psu_corporate_id or None)
     psu = dataclasses.replace(presence, **identity)
@@ -126,7 +139,9 @@ def authorisation_start(*, payment: Payment, signer, session_key: str | None, pr
                     payment_id=payment.payment_id,
                     product=payment.product,
                     psu=psu,
-                    tpp_session_id=state.token,
+                    tpp_session_id=state.tpp_session_id,
+                    redirect_uri=connection_services.sca_redirect_uri(state),
+                    redirect_preferred=False if in_app else None,
                 )
             if approval_step(sca_redirect=answer.sca_redirect, sca_status=answer.sca_status) == STEP_NONE:
                 _no_approval(
@@ -135,7 +150,8 @@ def authorisation_start(*, payment: Payment, signer, session_key: str | None, pr
                 return None
             redirect_to = answer.sca_redirect or ""
             parts = urlsplit(redirect_to)
-            if parts.scheme not in {"http", "https"} or not parts.netloc:
+            decoupled = in_app and not redirect_to
+            if not decoupled and (parts.scheme not in {"http", "https"} or not parts.netloc):
                 raise AuthorisationNotStarted(_("The bank did not give an address to approve the payment at."))
         except (Xs2aError, AuthorisationNotStarted) as error:
             text = (
@@ -173,7 +189,18 @@ def authorisation_start(*, payment: Payment, signer, session_key: str | None, pr
         payment.state, payment.updated_at = PaymentState.AUTHORISING, started
     else:  # already past INITIATED (a further signer, a second try): the row as it is
         payment.refresh_from_db(fields=["state", "updated_at"])
-    return redirect_to
+    return redirect_to or None
+
+
+#: What the signer is told when they approve in the bank's app (no address to send the browser to).
+IN_APP_MESSAGE = gettext_lazy(
+    "Open your bank's app and approve the payment there. This page shows the bank's answer as soon as it has it."
+)
+
+
+def signature_counted(*, payment: Payment, signer) -> bool:
+    """Whether the bank counted ``signer``'s approval of ``payment`` (after SCA, or exempted from it)."""
+    return PaymentAuthorisation.objects.filter(payment=payment, signer=signer, completed_at__isnull=False).exists()
 
 
 def _no_approval(payment: Payment, *, signer, state: ScaState, authorisation: PaymentAuthorisation, flush_audit):

@@ -40,9 +40,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from accounts import selectors as account_selectors
-from connections import selectors as connection_selectors
 from connections import services as connection_services
 from connections.models import BankConnection, ConnectionState, PsuContextChoice, ScaState
+from connections.services import tpp_session_for
 from payments.instructions import (
     BANK_PATH_TO_FIELD,
     PaymentInstruction,
@@ -498,7 +498,8 @@ def _enqueue_reconcile(payment_pk: int, *, countdown: int | None = None) -> None
 def _send(
     payment: Payment, psu: PsuContext, *, actor, replay: bool = False
 ) -> bank_models.PaymentInitiationResponse:
-    """The one initiation call (and its replays): the stored bytes, X-Request-ID and TPP-Session-ID.
+    """The one initiation call (and its replays): the stored bytes, X-Request-ID, TPP-Session-ID and the
+    TPP-Redirect-URI of the SCA state made for it (when the PSU's browser session was known).
 
     A replay never allows a logical duplicate: a bank that takes the repeated X-Request-ID for a new request then
     refuses it when the first arrived, instead of making a second payment. (The specification promises nothing
@@ -510,6 +511,11 @@ def _send(
             psu=psu,
             product=payment.product,
             tpp_session_id=payment.tpp_session_id,
+            redirect_uri=(
+                connection_services.sca_redirect_uri(payment.initiation_sca_state)
+                if payment.initiation_sca_state_id
+                else None
+            ),
             allow_logical_duplicate=False if replay else payment.allow_logical_duplicate,
             request_id=str(payment.request_id),
         )
@@ -546,9 +552,7 @@ def unconfirmed_find(*, payment_id: int) -> bool:
     """An UNCONFIRMED payment whose reference shows in a debit of its debtor account (as the bank reported the
     account's transactions) becomes FOUND: the bank has it, and the user is no longer offered to make it anew.
     Reads stored transactions only (no bank call); True when the payment was found now."""
-    payment = (
-        Payment.objects.filter(pk=payment_id, state=PaymentState.UNCONFIRMED).exclude(reference="").first()
-    )
+    payment = Payment.objects.filter(pk=payment_id, state=PaymentState.UNCONFIRMED).exclude(reference="").first()
     if payment is None:
         return False
     match = account_selectors.debits_mentioning(
@@ -636,6 +640,10 @@ def payment_submit(
         raise ValueError("a payment is submitted with the PSU present")
 
     now = timezone.now()
+    # The user's TPP-Session-ID: an SCA within it holds for an hour across the portal's roles (never for this
+    # payment's own approval, which the bank always asks for). With the PSU's browser session, the initiation
+    # also carries the TPP-Redirect-URI of an SCA state (purpose "payment"), so that a bank which starts the
+    # approval with the initiation sends the PSU back to the one callback like any other approval.
     sca_state = None
     if session_key:
         sca_state = connection_services.sca_state_create(
@@ -646,11 +654,14 @@ def payment_submit(
             connection=payment.connection,
             now=now,
         )
-    tpp_session_id = sca_state.token if sca_state is not None else str(uuid.uuid4())
+    tpp_session_id = (
+        sca_state.tpp_session_id if sca_state is not None else tpp_session_for(user=user, now=now).session_id
+    )
     claimed = Payment.objects.filter(pk=payment.pk, state=PaymentState.DRAFT, idempotency_key=key).update(
         state=PaymentState.SUBMITTING,
         submitted_at=now,
         tpp_session_id=tpp_session_id,
+        initiation_sca_state=sca_state,
         psu_identity=national_identity_number if payment.connection is None else "",
         initiation_psu=_replay_psu_json(psu),
         reconcile_at=_call_lease(now),
@@ -662,6 +673,7 @@ def payment_submit(
         payment.refresh_from_db()
         return SubmitOutcome(payment=payment, duplicate_submit=True)
     payment.state, payment.submitted_at, payment.tpp_session_id = PaymentState.SUBMITTING, now, tpp_session_id
+    payment.initiation_sca_state = sca_state
     submitted = (_submitted_event(payment, user),)
 
     with bank_audit_deferred() as flush_audit:
@@ -879,11 +891,9 @@ def payment_reconcile(*, payment_id: int, actor=None, presence: PsuContext | Non
         except BaseException:
             _store_unknown(payment, later=later, detail="", actor=actor, flush_audit=flush_audit)
             raise
-        # The TPP-Session-ID replayed is the token of the SCA state made for the first submission (when it had
+        # The replay carries the TPP-Redirect-URI of the SCA state made for the first submission (when it had
         # the PSU's browser session): an approval the bank starts now is tied to it.
-        sca_state = connection_selectors.sca_state_of_session_id(
-            token=payment.tpp_session_id, user=payment.user_id
-        )
+        sca_state = payment.initiation_sca_state
         stored = _store_initiated(
             payment,
             answer,

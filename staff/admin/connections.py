@@ -26,6 +26,7 @@ from connections.models import (
     IdentityRefusal,
     PsuBinding,
     ScaState,
+    TppSession,
 )
 from connections.services import IllegalTransition, connection_transition
 from staff.admin.bank_calls import bank_calls_link
@@ -193,7 +194,7 @@ class BankConnectionAdmin(IdentifierHashSearchMixin, ReadOnlyAdminMixin, admin.M
 
 @admin.register(ScaState)
 class ScaStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    """SCA redirects started; the TPP-Session-ID itself is a secret and is not shown."""
+    """SCA redirects started; neither the state nor the TPP-Session-ID sent is shown."""
 
     list_display = ("id", "user", "purpose", "context", "connection", "created_at", "used_at", "outcome")
     list_filter = ("purpose", "context", "created_at")
@@ -210,6 +211,20 @@ class ScaStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if state.used_at is not None:
             return "used"
         return "expired unused" if state.expires_at <= timezone.now() else "waiting for the PSU"
+
+
+@admin.register(TppSession)
+class TppSessionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Each user's TPP-Session-ID (not shown, nor the PSU-ID of its SCA): when it was first used, when the first
+    SCA in it came back (its hour at the bank runs from then), and when the portal replaces it."""
+
+    list_display = ("id", "user", "started_at", "sca_at", "expires_at")
+    search_fields = ("=user__email",)
+    search_help_text = "A user's exact e-mail."
+    list_select_related = ("user",)
+    fields = ("user", "started_at", "sca_at", "expires_at")
+    readonly_fields = fields
+    actions = [export_csv]
 
 
 @admin.register(IdentityRefusal)

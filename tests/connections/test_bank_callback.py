@@ -29,7 +29,16 @@ def state(alice, alice_client) -> ScaState:
 
 
 def _params(state_token: str, **extra: str) -> dict[str, str]:
-    return {"psu-id": str(uuid.uuid4()), "tpp-session-id": state_token, "context": "PRIVATE", **extra}
+    """A success redirect naming the state ``state_token``, with the TPP-Session-ID sent with it (if any)."""
+    state = ScaState.objects.filter(token=state_token).first()
+    session = state.tpp_session_id if state is not None else "tpp-session-never-sent"
+    return {
+        "psu-id": str(uuid.uuid4()),
+        "state": state_token,
+        "tpp-session-id": session,
+        "context": "PRIVATE",
+        **extra,
+    }
 
 
 def _nothing_stored() -> bool:

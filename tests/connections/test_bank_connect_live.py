@@ -102,7 +102,8 @@ def test_cancelled_sca_is_explained_in_plain_words_and_stores_nothing(live_bank,
     before = _counts()
     response, params = portal_connect(alice_client, cancel=True)
 
-    assert set(params) == {"system", "status", "code", "message"}
+    # The bank's failure parameters, beside the portal's own state it keeps in the TPP-Redirect-URI.
+    assert set(params) == {"state", "system", "status", "code", "message"}
     assert response.status_code == 200 and "Location" not in response
     body = response.content.decode()
     assert "The approval at the bank was stopped before it was completed." in body

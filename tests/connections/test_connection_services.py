@@ -13,7 +13,7 @@ from django.utils import timezone
 from accounts.models import BalanceSnapshot, BankAccount
 from connections import services
 from connections.models import BankConnection, ConnectionEvent, ConnectionState
-from tests.bank_factories import BankAccountFactory, BankConnectionFactory, ScaStateFactory
+from tests.bank_factories import BankAccountFactory, BankConnectionFactory, ScaStateFactory, callback_params
 from xs2a.errors import ConsentDeletionNotOfferedError, ConsentUnknownError, ServerError
 
 S = ConnectionState
@@ -192,7 +192,7 @@ def test_an_agreement_consent_returning_another_agreement_changes_nothing(alice,
     params = {
         "psu-id": private.psu_id,
         "psu-corporate-id": str(uuid.uuid4()),  # not the agreement the user picked
-        "tpp-session-id": state.token,
+        **callback_params(state),
         "context": "CORPORATE",
     }
 

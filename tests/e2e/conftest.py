@@ -382,6 +382,8 @@ def connect_bank(
         _choose_radio_by_keyboard(page, "context", context.upper())
         page.keyboard.press("Tab")
         _choose_radio_by_keyboard(page, "access", access)
+        page.keyboard.press("Tab")  # the box "approve in my bank's app", left unticked
+        assert page.evaluate("() => document.activeElement.name") == "in_app"
         page.keyboard.press("Tab")
         assert page.evaluate("() => document.activeElement.textContent.trim()") == "Continue to the bank"
         page.keyboard.press("Enter")

@@ -8,6 +8,7 @@ import json
 import uuid
 from datetime import timedelta
 from decimal import Decimal
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.utils import timezone
@@ -438,7 +439,7 @@ def test_authorisation_start_stores_the_state_before_the_bank_is_called(bank, dr
 
     assert href == "http://bank.test/sca/1"
     (call,) = bank.authorisations
-    state = ScaState.objects.get(token=call["tpp_session_id"])
+    state = _state_of(call)
     assert state.purpose == PAYMENT_PURPOSE and state.user == alice
     assert state.session_key_hash == session_key_hash(SESSION) and state.used_at is None
     assert call["psu"].psu_id == draft.connection.psu_id and call["href"] == "/v1/payments/p/x/authorisations"
@@ -463,14 +464,27 @@ def test_a_draft_cannot_be_authorised(bank, draft, alice):
     assert not bank.authorisations
 
 
+def _state_of(call) -> ScaState:
+    """The SCA state named by the TPP-Redirect-URI of a start of authorisation, sent with the state's session."""
+    state = ScaState.objects.get(token=parse_qs(urlsplit(call["redirect_uri"]).query)["state"][0])
+    assert call["tpp_session_id"] == state.tpp_session_id
+    return state
+
+
 def _started(bank, alice, connection) -> tuple[Payment, ScaState]:
     payment = _submit(_draft(alice, connection), alice).payment
     authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
-    return payment, ScaState.objects.get(token=bank.authorisations[-1]["tpp_session_id"])
+    return payment, _state_of(bank.authorisations[-1])
 
 
 def _params(state, psu_id, context="PRIVATE", corporate=None) -> CallbackParams:
-    return CallbackParams(tpp_session_id=state.token, psu_id=psu_id, context=context, psu_corporate_id=corporate)
+    return CallbackParams(
+        state=state.token,
+        tpp_session_id=state.tpp_session_id,
+        psu_id=psu_id,
+        context=context,
+        psu_corporate_id=corporate,
+    )
 
 
 def _callback_accept(*, user, session_key, params):
@@ -524,7 +538,7 @@ def test_single_sca_keeps_the_psu_id_for_next_time(bank, alice, monkeypatch):
     monkeypatch.setattr("payments.services.polling.poll_soon", lambda payment: None)
     payment = _submit(_draft(alice, None), alice, national_identity_number="13039319955").payment
     authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
-    state = ScaState.objects.get(token=bank.authorisations[-1]["tpp_session_id"])
+    state = _state_of(bank.authorisations[-1])
     psu_id = str(uuid.uuid4())
 
     _callback_accept(user=alice, session_key=SESSION, params=_params(state, psu_id))
@@ -532,6 +546,61 @@ def test_single_sca_keeps_the_psu_id_for_next_time(bank, alice, monkeypatch):
     kept = BankConnection.objects.get(user=alice)
     assert kept.psu_id == psu_id and kept.access == ConnectionAccess.PAYMENTS and kept.state == "active"
     assert Payment.objects.get(pk=payment.pk).connection == kept
+
+
+# --- approval in the bank's app ------------------------------------------------------------------------------
+
+
+def test_the_in_app_box_on_the_review_page_asks_the_bank_for_its_app(bank, draft, alice, alice_client):
+    page = alice_client.get(f"/payments/{draft.pk}/review/").content.decode()
+    assert 'name="in_app"' in page
+
+    sent = alice_client.post(
+        f"/payments/{draft.pk}/review/", {"idempotency_key": str(draft.idempotency_key), "in_app": "on"}
+    )
+
+    assert sent.status_code == 302 and sent["Location"] == "http://bank.test/sca/1"
+    assert bank.authorisations[-1]["redirect_preferred"] is False
+
+
+def test_without_the_box_nothing_is_asked_for(bank, draft, alice, alice_client):
+    alice_client.post(f"/payments/{draft.pk}/review/", {"idempotency_key": str(draft.idempotency_key)})
+
+    assert bank.authorisations[-1]["redirect_preferred"] is None
+
+
+def test_an_approval_in_the_banks_app_waits_for_the_banks_status(bank, draft, alice, alice_client, monkeypatch):
+    """The bank answers the in-app request without a scaRedirect: the payer is told to approve in the app and
+    the payment's status is read (its polling starts), as for any approval whose redirect never comes."""
+
+    def in_app(**kwargs):
+        bank.authorisations.append(kwargs)
+        return bank_models.AuthorisationResponse.from_json({"scaStatus": "started", "_links": {}})
+
+    monkeypatch.setattr(bank, "start_authorisation", in_app)
+
+    sent = alice_client.post(
+        f"/payments/{draft.pk}/review/",
+        {"idempotency_key": str(draft.idempotency_key), "in_app": "on"},
+        follow=True,
+    )
+
+    assert sent.redirect_chain[-1][0] == f"/payments/{draft.pk}/"
+    assert "Open your bank&#x27;s app and approve the payment there." in sent.content.decode()
+    payment = Payment.objects.get(pk=draft.pk)
+    assert payment.state == PaymentState.AUTHORISING and payment.next_poll_at is not None
+
+
+def test_a_missing_redirect_without_the_box_is_still_an_error(bank, draft, alice, monkeypatch):
+    monkeypatch.setattr(
+        bank,
+        "start_authorisation",
+        lambda **kw: bank_models.AuthorisationResponse.from_json({"scaStatus": "started", "_links": {}}),
+    )
+    payment = _submit(draft, alice).payment
+
+    with pytest.raises(AuthorisationNotStarted):
+        authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
 
 
 # --- forms ---------------------------------------------------------------------------------------------------
@@ -677,13 +746,14 @@ def test_check_now_replays_with_the_users_live_request_and_goes_on_to_approval(b
 
 def test_check_now_follows_a_sca_redirect_the_replayed_initiation_answers_with(bank, alice_client, alice, draft):
     """A bank that starts SCA with the initiation answers the replay with the scaRedirect: the user is sent
-    there, with no startAuthorisation, tied to the SCA state the first submission sent as its TPP-Session-ID."""
+    there, with no startAuthorisation, tied to the SCA state whose TPP-Redirect-URI the first submission sent."""
     bank.raise_on_initiate.append(OutcomeUnknownError("timed out", request_id=str(draft.request_id)))
     session_key = alice_client.session.session_key
     payment = _submit(draft, alice, session_key=session_key).payment
     assert payment.state == PaymentState.OUTCOME_UNKNOWN
     state = ScaState.objects.get(user=alice, purpose=PAYMENT_PURPOSE)
-    assert payment.tpp_session_id == state.token and state.used_at is None  # kept: the replay may need it
+    assert payment.initiation_sca_state == state and state.used_at is None  # kept: the replay may need it
+    assert payment.tpp_session_id == state.tpp_session_id  # the user's TPP-Session-ID of the hour
     bank.answer = {
         "scaStatus": "started",
         "_links": {"scaRedirect": {"href": "http://bank.test/sca/at-initiation"}},
@@ -692,7 +762,9 @@ def test_check_now_follows_a_sca_redirect_the_replayed_initiation_answers_with(b
     checked = alice_client.post(f"/payments/{payment.pk}/reconcile/")
 
     assert checked.status_code == 302 and checked["Location"] == "http://bank.test/sca/at-initiation"
-    assert bank.initiations[-1]["tpp_session_id"] == state.token and bank.authorisations == []
+    first, replay = bank.initiations
+    assert replay["redirect_uri"] == first["redirect_uri"] and f"state={state.token}" in replay["redirect_uri"]
+    assert replay["tpp_session_id"] == first["tpp_session_id"] and bank.authorisations == []
     payment.refresh_from_db()
     assert payment.state == PaymentState.AUTHORISING and payment.next_poll_at is not None
     authorisation = PaymentAuthorisation.objects.get(payment=payment)

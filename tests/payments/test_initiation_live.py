@@ -108,7 +108,8 @@ def test_cross_border_payment_from_the_form_through_sca_to_settlement(live_bank,
     back, params = _approve_at_bank(alice_client, sent["Location"])
 
     assert back.status_code == 302 and back["Location"] == f"/payments/{payment.pk}/"
-    assert params["tpp-session-id"] == authorisation.sca_state.token
+    assert params["state"] == authorisation.sca_state.token
+    assert params["tpp-session-id"] == authorisation.sca_state.tpp_session_id
     authorisation.refresh_from_db()
     assert authorisation.completed_at is not None
     assert ScaState.objects.get(pk=authorisation.sca_state_id).used_at is not None

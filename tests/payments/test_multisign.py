@@ -107,9 +107,21 @@ def test_the_next_signer_sees_the_payment_and_signs_with_their_own_psu_id(alice,
     assert start["psu"].corporate_id == COMPANY
     assert start["psu"].ip_address == "127.0.0.1"
     state = ScaState.objects.get(user=bob)
-    assert state.purpose == PAYMENT_PURPOSE and start["tpp_session_id"] == state.token
+    assert state.purpose == PAYMENT_PURPOSE and start["tpp_session_id"] == state.tpp_session_id
+    assert start["redirect_uri"].endswith(f"/bank/callback?state={state.token}")
     authorisation = PaymentAuthorisation.objects.get(payment=payment, signer=bob)
     assert authorisation.sca_state == state and authorisation.completed_at is None
+
+
+def test_the_next_signer_may_ask_to_sign_in_the_banks_app(alice, bob, bank):
+    payment = corporate_pair(alice, bob, transaction_status="PATC")
+    browser = _signed_in(bob)
+    assert 'name="in_app"' in browser.get(reverse("payment-detail", args=[payment.pk])).content.decode()
+
+    browser.post(reverse("payment-sign", args=[payment.pk]), {"in_app": "on"})
+    browser.post(reverse("payment-sign", args=[payment.pk]))
+
+    assert [start["redirect_preferred"] for start in bank.starts] == [False, None]
 
 
 def test_signing_needs_the_password_typed_recently(alice, bob, bank):

@@ -171,8 +171,9 @@ def test_a_sca_redirect_in_the_initiation_answer_is_followed_without_starting_an
     assert payment.next_poll_at is not None  # an approval on another device is seen by polling
     authorisation = PaymentAuthorisation.objects.get(payment=payment)
     assert authorisation.signer == alice and authorisation.completed_at is None
-    # The TPP-Session-ID of the initiation was the SCA state's token: the redirect back brings it.
-    assert authorisation.sca_state.token == payment.tpp_session_id
+    # The initiation carried the TPP-Redirect-URI of this SCA state: the redirect back brings it.
+    assert authorisation.sca_state == payment.initiation_sca_state
+    assert authorisation.sca_state.tpp_session_id == payment.tpp_session_id
     assert authorisation.sca_state.purpose == "payment" and authorisation.sca_state.used_at is None
     kinds = list(PaymentEvent.objects.filter(payment=payment).values_list("kind", flat=True))
     assert kinds == ["created", "submitted", "status", "sca_started"]

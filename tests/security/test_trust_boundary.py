@@ -20,7 +20,7 @@ from connections.models import BankConnection, ConnectionState, IdentityRefusal,
 from payments.forms import AmountField
 from payments.models import PaymentAuthorisation, PaymentEvent
 from payments.validators import latest_execution_date, validate_execution_date
-from tests.bank_factories import BankAccountFactory, BankConnectionFactory, ScaStateFactory
+from tests.bank_factories import BankAccountFactory, BankConnectionFactory, ScaStateFactory, callback_params
 from tests.payments.payment_factories import PaymentFactory
 from tpp_portal.bank import CALLBACK_PATH
 from xs2a import models as bank_models
@@ -96,7 +96,7 @@ def test_a_psu_id_of_another_portal_user_is_refused_recorded_and_never_reaches_t
 
     # alice did SCA as herself, then swapped bob's PSU-ID into the address before following it back.
     response = alice_client.get(
-        CALLBACK_PATH, {"tpp-session-id": state.token, "psu-id": victim.psu_id.upper(), "context": "PRIVATE"}
+        CALLBACK_PATH, {**callback_params(state), "psu-id": victim.psu_id.upper(), "context": "PRIVATE"}
     )
 
     assert response.status_code == 400
@@ -120,9 +120,7 @@ def test_a_disconnected_psu_id_stays_its_users(bank, alice, bob, alice_client):
     assert BankConnection.objects.get(pk=victim.pk).state == ConnectionState.DISCONNECTED
     state = _started(alice, alice_client)
 
-    response = alice_client.get(
-        CALLBACK_PATH, {"tpp-session-id": state.token, "psu-id": psu_id, "context": "PRIVATE"}
-    )
+    response = alice_client.get(CALLBACK_PATH, {**callback_params(state), "psu-id": psu_id, "context": "PRIVATE"})
 
     assert response.status_code == 400 and not BankConnection.objects.filter(user=alice).exists()
     assert IdentityRefusal.objects.get().bound_to == bob
@@ -135,7 +133,7 @@ def test_the_owner_of_a_psu_id_connects_with_it(bank, alice, alice_client):
     for _ in range(2):
         state = _started(alice, alice_client)
         response = alice_client.get(
-            CALLBACK_PATH, {"tpp-session-id": state.token, "psu-id": psu_id, "context": "PRIVATE"}
+            CALLBACK_PATH, {**callback_params(state), "psu-id": psu_id, "context": "PRIVATE"}
         )
         assert response.status_code == 302
     connection = BankConnection.objects.get(user=alice)
@@ -155,7 +153,7 @@ def test_a_corporate_id_the_bank_does_not_list_for_the_psu_is_refused_and_stores
 
     response = alice_client.get(
         CALLBACK_PATH,
-        {"tpp-session-id": state.token, "psu-id": own_psu_id, "context": "CORPORATE", "psu-corporate-id": company},
+        {**callback_params(state), "psu-id": own_psu_id, "context": "CORPORATE", "psu-corporate-id": company},
     )
 
     assert response.status_code == 400
@@ -172,7 +170,7 @@ def test_a_corporate_id_the_bank_lists_is_kept_with_its_name(bank, alice, alice_
 
     response = alice_client.get(
         CALLBACK_PATH,
-        {"tpp-session-id": state.token, "psu-id": own_psu_id, "context": "CORPORATE", "psu-corporate-id": company},
+        {**callback_params(state), "psu-id": own_psu_id, "context": "CORPORATE", "psu-corporate-id": company},
     )
 
     assert response.status_code == 302
@@ -231,7 +229,7 @@ def test_a_failure_link_changes_no_payment_spends_no_state_and_shows_none_of_its
     # The bank's real success redirect, which came after the link, is still taken.
     monkeypatch.setattr("payments.services.polling.poll_soon", lambda payment: None)
     back = alice_client.get(
-        CALLBACK_PATH, {"tpp-session-id": state.token, "psu-id": connection.psu_id, "context": "PRIVATE"}
+        CALLBACK_PATH, {**callback_params(state), "psu-id": connection.psu_id, "context": "PRIVATE"}
     )
     assert back.status_code == 302 and back["Location"] == f"/payments/{payment.pk}/"
 
@@ -276,7 +274,7 @@ def test_an_upper_case_uuid_in_the_callback_is_read_as_the_same_uuid(bank, alice
     state = _started(alice, alice_client)
 
     response = alice_client.get(
-        CALLBACK_PATH, {"tpp-session-id": state.token, "psu-id": psu_id.upper(), "context": "PRIVATE"}
+        CALLBACK_PATH, {**callback_params(state), "psu-id": psu_id.upper(), "context": "PRIVATE"}
     )
 
     assert response.status_code == 302

@@ -73,7 +73,7 @@ def one_of_each(user) -> None:
 
     from accounts.models import BalanceSnapshot, RefreshKind, Transaction
     from accounts.refresh import reserve
-    from connections.models import IdentityRefusal, PsuBinding
+    from connections.models import IdentityRefusal, PsuBinding, TppSession
     from tests.bank_factories import BankAccountFactory, ScaStateFactory
     from tests.payments.payment_factories import PaymentFactory, status_event
     from tests.staff.fixtures import bank_call
@@ -95,6 +95,7 @@ def one_of_each(user) -> None:
     )
     reserve(account=account, kinds=(RefreshKind.BALANCES,))
     ScaStateFactory(user=user, connection=account.connection)
+    TppSession.objects.create(user=user, session_id="s" * 43, started_at=now, sca_at=now)
     PsuBinding.objects.create(psu_id_hash="b" * 64, user=user)
     IdentityRefusal.objects.create(
         user=user, purpose="connect", reason=IdentityRefusal.Reason.PSU_ID_TAKEN, psu_id_hash="b" * 64

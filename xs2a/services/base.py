@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 from xs2a.errors import InvalidRequestError
 from xs2a.psu import PsuContext
@@ -34,6 +35,25 @@ def redirect_preferred_header(value: bool | None) -> dict[str, str]:
     if not isinstance(value, bool):
         raise InvalidRequestError("redirect_preferred: True, False or None is expected")
     return {"TPP-Redirect-Preferred": text_bool(value)}
+
+
+def sca_headers(redirect_preferred: bool | None, redirect_uri: str | None) -> dict[str, str]:
+    """The headers of an SCA-starting call beside the PSU's: TPP-Redirect-Preferred when asked, and a
+    TPP-Redirect-URI of this SCA's own (the client's fixed one otherwise), for example one carrying the TPP's
+    per-redirect state in its query, which the bank keeps when it sends the PSU back (spec section 6)."""
+    headers = redirect_preferred_header(redirect_preferred)
+    if redirect_uri is not None:
+        parts = urlsplit(redirect_uri) if isinstance(redirect_uri, str) else None
+        if (
+            parts is None
+            or parts.scheme not in {"http", "https"}
+            or not parts.netloc
+            or parts.fragment
+            or not redirect_uri.isprintable()
+        ):
+            raise InvalidRequestError("redirect_uri: an absolute http(s) address without a fragment is expected")
+        headers["TPP-Redirect-URI"] = redirect_uri
+    return headers
 
 
 def session_for(tpp_session_id: str | None, psu: PsuContext | None) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from xs2a import models
 from xs2a.errors import InvalidRequestError
 from xs2a.psu import PsuContext
-from xs2a.services.base import Service, redirect_preferred_header, session_for, with_changes
+from xs2a.services.base import Service, sca_headers, session_for, with_changes
 
 __all__ = ["ConsentsService"]
 
@@ -15,11 +15,17 @@ class ConsentsService(Service):
     """``client.consents``: POST and DELETE /v1/bank-offered-consents, GET /v1/users, GET /v1/agreements."""
 
     def start(
-        self, *, psu: PsuContext, tpp_session_id: str | None = None, redirect_preferred: bool | None = None
+        self,
+        *,
+        psu: PsuContext,
+        tpp_session_id: str | None = None,
+        redirect_preferred: bool | None = None,
+        redirect_uri: str | None = None,
     ) -> models.RedirectResponse:
         """POST /v1/bank-offered-consents (PSU-Context in ``psu``): the answer holds the scaRedirect link.
 
         Starts SCA: a TPP-Session-ID is always sent (made when none is given) and returned on the response.
+        ``redirect_uri``: this SCA's TPP-Redirect-URI instead of the client's.
         """
         session = session_for(tpp_session_id, psu)
         result = self._requester.call(
@@ -29,7 +35,7 @@ class ConsentsService(Service):
             json_body={},
             psu=psu,
             tpp_session_id=session,
-            headers=redirect_preferred_header(redirect_preferred),
+            headers=sca_headers(redirect_preferred, redirect_uri),
         )
         return with_changes(result, tpp_session_id=session)
 
@@ -50,6 +56,7 @@ class ConsentsService(Service):
         psu: PsuContext | None = None,
         tpp_session_id: str | None = None,
         redirect_preferred: bool | None = None,
+        redirect_uri: str | None = None,
     ) -> models.RedirectResponse:
         """GET /v1/users: starts SCA for a PISP without a PSU-ID; answers with a scaRedirect link.
 
@@ -63,7 +70,7 @@ class ConsentsService(Service):
             reader=models.RedirectResponse.from_json,
             psu=psu,
             tpp_session_id=session,
-            headers=redirect_preferred_header(redirect_preferred),
+            headers=sca_headers(redirect_preferred, redirect_uri),
         )
         return with_changes(result, tpp_session_id=session)
 

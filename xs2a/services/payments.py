@@ -10,7 +10,7 @@ from xs2a import models
 from xs2a.errors import InvalidRequestError
 from xs2a.links import path_from_template
 from xs2a.psu import PsuContext
-from xs2a.services.base import Service, redirect_preferred_header, text_bool, with_changes
+from xs2a.services.base import Service, sca_headers, text_bool, with_changes
 
 __all__ = ["CROSS_BORDER", "DOMESTIC", "PRODUCTS", "PaymentsService"]
 
@@ -31,12 +31,15 @@ class PaymentsService(Service):
         tpp_session_id: str | None = None,
         allow_logical_duplicate: bool | None = None,
         redirect_preferred: bool | None = None,
+        redirect_uri: str | None = None,
         request_id: str | None = None,
     ) -> models.PaymentInitiationResponse:
         """POST /v1/payments/{product}. Sent once, never retried; see OutcomeUnknownError.
 
         The PSU must be present (PSU-IP-Address) and identified by PSU-ID or X-PSU-IDENTITY (single SCA).
         A TPP-Session-ID is made when none is given; the response carries it and the X-Request-ID.
+        ``redirect_uri``: the TPP-Redirect-URI of an SCA the bank may start with the initiation (else the
+        client's).
         """
         if product not in PRODUCTS:
             raise InvalidRequestError(
@@ -61,7 +64,7 @@ class PaymentsService(Service):
             psu=psu,
             request_id=request_id,
             tpp_session_id=tpp_session_id,
-            headers=redirect_preferred_header(redirect_preferred),
+            headers=sca_headers(redirect_preferred, redirect_uri),
         )
         return with_changes(result, request_id=request_id, tpp_session_id=tpp_session_id)
 
@@ -74,14 +77,16 @@ class PaymentsService(Service):
         psu: PsuContext | None = None,
         tpp_session_id: str | None = None,
         redirect_preferred: bool | None = None,
+        redirect_uri: str | None = None,
     ) -> models.AuthorisationResponse:
-        """POST (empty body) to the payment's startAuthorisation link; the answer holds the scaRedirect."""
+        """POST (empty body) to the payment's startAuthorisation link; the answer holds the scaRedirect (or, for
+        an approval in the bank's app, none). ``redirect_uri``: this SCA's TPP-Redirect-URI."""
         return self._requester.call(
             "POST",
             reader=models.AuthorisationResponse.from_json,
             psu=psu,
             tpp_session_id=tpp_session_id,
-            headers=redirect_preferred_header(redirect_preferred),
+            headers=sca_headers(redirect_preferred, redirect_uri),
             **_target(href, product, payment_id, "/authorisations"),
         )
 
