@@ -121,6 +121,7 @@ def test_the_public_addresses_agree_with_the_proxy():
     assert portal["BANK_BASE_URL"] == "https://bank:8001"  # the API, on the compose network
     # The SCA redirect: the proxy's bank port, on the public host; the bank answers to that host name.
     assert bank["BANK_SIM_PUBLIC_URL"] == "https://portal.example:9443"
+    assert portal["BANK_SCA_URL"] == bank["BANK_SIM_PUBLIC_URL"]  # the portal's forms may lead there (CSP)
     assert "portal.example" in bank["BANK_SIM_ALLOWED_HOSTS"].split(",")
     proxy = {k: interpolate(v, environment) for k, v in SERVICES["proxy"]["environment"].items()}
     assert proxy == environment
