@@ -17,12 +17,13 @@ run: export BANK_BASE_URL ?= http://127.0.0.1:$(BANK_PORT)
 # The portal polls payment statuses after the bank's batches: the batch times of the sandbox bank it starts.
 run: export BANK_BATCH_TIMES ?= $(or $(BANK_SIM_BATCH_TIMES),05:00,08:00,11:00,13:00,15:00)
 
-.PHONY: run bank test lint venv certs messages migrate lock advisories bench clean help
+.PHONY: run bank test smoke lint venv certs messages migrate lock advisories bench clean help
 
 help:
 	@echo "make run    - portal, sandbox bank, Celery worker and beat on embedded defaults"
 	@echo "make bank   - only the sandbox bank (port from PORT, default 8001)"
 	@echo "make test   - ruff and the whole test suite"
+	@echo "make smoke  - the production smoke test: compose's processes behind nginx (PostgreSQL, Redis)"
 	@echo "make bench  - the benchmarks under bench/"
 	@echo "make lock   - re-pin requirements.lock (runtime) and requirements-dev.lock (runtime + dev)"
 	@echo "make advisories - refresh the vulnerability snapshot of both lock files (needs PyPI)"
@@ -75,6 +76,13 @@ test: venv certs messages lint
 	rm -rf $(VAR_DIR)/metrics  # the metric counters of earlier processes (the tests compare before and after)
 	$(BIN)/pytest --ignore=tests/bank_simulator $(PYTEST_ARGS)
 	$(BIN)/pytest tests/bank_simulator --ds=bank_simulator.settings $(PYTEST_ARGS)
+
+# The production smoke test alone (tests/production, README): compose's processes behind nginx, on PostgreSQL and
+# Redis, the local servers unless DATABASE_URL and REDIS_URL say otherwise.
+smoke: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/tpp_portal
+smoke: export REDIS_URL ?= redis://127.0.0.1:6379/0
+smoke: venv certs messages
+	$(BIN)/pytest tests/production -m production $(PYTEST_ARGS)
 
 bench: venv certs
 	$(PY) -m bench

@@ -10,3 +10,32 @@ worker_class = "gthread"
 # bank about a tenth of its CPU per request.
 accesslog = os.environ.get("BANK_SIM_ACCESS_LOG", "-") or None
 timeout = 60
+
+
+def _keep_the_applications_date() -> None:
+    """Send the Date header the bank set, not one of gunicorn's own.
+
+    gunicorn (27) drops a Date the application gives and writes its own, taken when it writes the headers. With
+    BANK_SIM_SIGN_RESPONSES the bank signs the Date it set, so an answer whose headers were written in a later
+    second than it was signed in (a second boundary between the two, or BANK_SIM_LATENCY_MS) reached the client
+    with another Date than the signed one, and its signature failed. The application's Date is kept when it gives
+    one (only the signing does); gunicorn's otherwise."""
+    from gunicorn import util
+    from gunicorn.http import wsgi
+
+    if getattr(wsgi.Response, "keeps_the_applications_date", False):
+        return
+    util.hop_headers.discard("date")
+    servers_headers = wsgi.Response.default_headers
+
+    def default_headers(self):
+        headers = servers_headers(self)
+        if any(name.lower() == "date" for name, _value in self.headers):
+            headers = [line for line in headers if not line.lower().startswith("date:")]
+        return headers
+
+    wsgi.Response.default_headers = default_headers
+    wsgi.Response.keeps_the_applications_date = True
+
+
+_keep_the_applications_date()

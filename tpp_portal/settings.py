@@ -338,6 +338,10 @@ PAYMENT_CALL_LEASE: timedelta | None = None
 # --- the bank --------------------------------------------------------------------------------------------
 _LOCAL_SANDBOX_BANK = "http://127.0.0.1:8001"  # `make bank`: the sandbox bank of this repository
 BANK_BASE_URL = _http_url("BANK_BASE_URL", env.str("BANK_BASE_URL", _LOCAL_SANDBOX_BANK))  # with its path prefix
+# The address of the bank's SCA pages (where its scaRedirect sends the PSU's browser) when they are not under
+# BANK_BASE_URL, as behind docker/compose.yaml's proxy: the portal's forms lead there through a redirect, which the
+# Content-Security-Policy's form-action must allow (a browser refuses a form's redirect to an address it omits).
+BANK_SCA_URL = _http_url("BANK_SCA_URL", env.str("BANK_SCA_URL", None))
 # Only the embedded default bank is known to be a sandbox; any other bank, and production, must say so.
 BANK_IS_SANDBOX = env.bool("BANK_IS_SANDBOX", not PRODUCTION and BANK_BASE_URL == _LOCAL_SANDBOX_BANK)
 _certs_hint = " (run `make certs` to create the development certificates)"
@@ -571,7 +575,7 @@ CONTENT_SECURITY_POLICY = {
         "font-src": ["'self'"],
         "connect-src": ["'self'"],
         "frame-ancestors": ["'none'"],
-        "form-action": ["'self'", BANK_BASE_URL],
+        "form-action": ["'self'", BANK_BASE_URL, *([BANK_SCA_URL] if BANK_SCA_URL else [])],
         "base-uri": ["'none'"],
         "object-src": ["'none'"],
     }

@@ -6,13 +6,11 @@ import re
 from pathlib import Path
 
 import pytest
-import yaml
 
+from tests.deployment import COMPOSE, SERVICES, command, interpolate
 from tpp_portal import settings as portal_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPOSE = yaml.safe_load((ROOT / "docker/compose.yaml").read_text())
-SERVICES = COMPOSE["services"]
 PORTAL_SERVICES = ("web", "worker", "beat", "metrics")
 ONE_OFF = ("migrate", "bank-migrate")
 LONG_RUNNING = ("proxy", *PORTAL_SERVICES, "bank", "db", "redis")
@@ -29,26 +27,6 @@ def simulator_variables() -> set[str]:
         ROOT / "bank_simulator/gunicorn.conf.py"
     ).read_text()
     return set(re.findall(r"[\"']((?:BANK_SIM_|PORT|LOG_LEVEL|VAR_DIR)[A-Z_]*)[\"']", source))
-
-
-def interpolate(value, environment: dict[str, str]) -> str:
-    """Compose's ${NAME}, ${NAME:-default} and ${NAME:?error}, as `docker compose` expands them."""
-
-    def one(match: re.Match) -> str:
-        name, operator, argument = match.group(1), match.group(2), match.group(3)
-        if environment.get(name):
-            return environment[name]
-        if operator == ":?":
-            raise AssertionError(f"{name} must be set: {argument}")
-        return argument if operator == ":-" else ""
-
-    return re.sub(r"\$\{(\w+)(?:(:-|:\?)([^}]*))?\}", one, str(value))
-
-
-def command(service: str) -> str:
-    """The service's command as one line ("" for an image's own, the proxy's)."""
-    value = SERVICES[service].get("command", "")
-    return " ".join(value) if isinstance(value, list) else value
 
 
 def test_the_services_long_running_ones_with_a_health_check():
@@ -143,6 +121,7 @@ def test_the_public_addresses_agree_with_the_proxy():
     assert portal["BANK_BASE_URL"] == "https://bank:8001"  # the API, on the compose network
     # The SCA redirect: the proxy's bank port, on the public host; the bank answers to that host name.
     assert bank["BANK_SIM_PUBLIC_URL"] == "https://portal.example:9443"
+    assert portal["BANK_SCA_URL"] == bank["BANK_SIM_PUBLIC_URL"]  # the portal's forms may lead there (CSP)
     assert "portal.example" in bank["BANK_SIM_ALLOWED_HOSTS"].split(",")
     proxy = {k: interpolate(v, environment) for k, v in SERVICES["proxy"]["environment"].items()}
     assert proxy == environment

@@ -13,45 +13,21 @@ import http.client
 import http.server
 import json
 import os
-import re
-import shutil
-import socket
 import ssl
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from devtools import pki
+from devtools.livebank import free_port
+from tests.deployment import PROXY_TEMPLATE as TEMPLATE
+from tests.deployment import ProxyPorts, loopback_proxy_conf, nginx_prepare, running_nginx
 
 ROOT = Path(__file__).resolve().parents[2]
-TEMPLATE = (ROOT / "docker/proxy/default.conf.template").read_text()
 CLIENT_ADDRESS = "127.0.0.2"  # the test's browser: another loopback address than the proxy's own (127.0.0.1)
-
-
-def nginx_binary() -> str:
-    found = shutil.which("nginx", path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
-    if not found:
-        pytest.fail("nginx is not installed: these tests check docker/proxy with it (apt-get install nginx)")
-    return found
-
-
-def render(template: str, environment: dict[str, str]) -> str:
-    """What the nginx image's 20-envsubst-on-templates.sh writes: ${NAME} and $NAME replaced when NAME is set."""
-    return re.sub(
-        r"\$\{(\w+)\}|\$(\w+)",
-        lambda m: environment.get(m.group(1) or m.group(2), m.group(0)),
-        template,
-    )
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Echo(http.server.ThreadingHTTPServer):
@@ -94,7 +70,6 @@ def write(path: Path, data: bytes) -> Path:
 def rendered(tmp_path_factory):
     """The template rendered for loopback (upstreams: a portal echo over http, a bank echo over https for the
     name "bank"), with its certificates, and what ``nginx -t`` said about it."""
-    binary = nginx_binary()
     tmp = tmp_path_factory.mktemp("proxy")
     ca = pki.issue_ca()
     tls = tmp / "tls"
@@ -109,53 +84,20 @@ def rendered(tmp_path_factory):
         write(tmp / "bank-tls.pem", bank_tls.cert_pem()), write(tmp / "bank-tls.key", bank_tls.key_pem())
     )
     portal, bank = Echo(), Echo(bank_context)
-    ports = {"http": free_port(), "https": free_port(), "bank": free_port(), "health": free_port()}
-
-    conf = render(TEMPLATE, {"PUBLIC_HOST": "localhost", "BANK_PUBLIC_PORT": str(ports["bank"])})
-    assert "${" not in conf, "a variable of the template is not set by docker/compose.yaml's proxy service"
-    for old, new in (
-        ("listen 80 ", f"listen 127.0.0.1:{ports['http']} "),
-        ("listen 443 ", f"listen 127.0.0.1:{ports['https']} "),
-        (f"listen {ports['bank']} ", f"listen 127.0.0.1:{ports['bank']} "),
-        ("listen 127.0.0.1:8080;", f"listen 127.0.0.1:{ports['health']};"),
-        ("/etc/nginx/tls/", f"{tls}/"),
-        ("/run/pki/ca.pem", str(ca_file)),
-        ("http://web:8000", f"http://127.0.0.1:{portal.port}"),
-        ("https://bank:8001", f"https://127.0.0.1:{bank.port}"),
-    ):
-        assert old in conf, f"the template no longer has {old!r}"
-        conf = conf.replace(old, new)
-    (tmp / "conf.d").mkdir()
-    (tmp / "conf.d/default.conf").write_text(conf)
-    # The nginx image's nginx.conf, in short: the rendered file inside http {}.
-    (tmp / "nginx.conf").write_text(
-        f"""
-        worker_processes 1;
-        pid {tmp}/nginx.pid;
-        error_log stderr warn;
-        events {{ worker_connections 64; }}
-        http {{
-            access_log off;
-            client_body_temp_path {tmp}/client_body;
-            proxy_temp_path {tmp}/proxy;
-            fastcgi_temp_path {tmp}/fastcgi;
-            uwsgi_temp_path {tmp}/uwsgi;
-            scgi_temp_path {tmp}/scgi;
-            include {tmp}/conf.d/*.conf;
-        }}
-        """
+    ports = ProxyPorts(http=free_port(), https=free_port(), bank=free_port(), health=free_port())
+    conf = loopback_proxy_conf(
+        ports=ports,
+        public_host="localhost",
+        tls_dir=tls,
+        ca_file=ca_file,
+        portal=f"http://127.0.0.1:{portal.port}",
+        bank=f"https://127.0.0.1:{bank.port}",
     )
-    command = [binary, "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-e", "stderr"]
-    # As root, the workers stay root here: they use this test's temporary folders.
-    user = "user root; " if os.geteuid() == 0 else ""
-    check = subprocess.run(
-        [*command, *(["-g", user] if user else []), "-t"], capture_output=True, text=True, timeout=60, check=False
-    )
+    nginx = nginx_prepare(tmp, conf, health_port=ports.health)
     yield {
-        "check": check,
-        "run": [*command, "-g", f"{user}daemon off;"],
-        "log": tmp / "nginx.log",
-        "ports": ports,
+        "nginx": nginx,
+        "check": nginx.check,
+        "ports": {"http": ports.http, "https": ports.https, "bank": ports.bank, "health": ports.health},
         "portal": portal,
         "bank": bank,
         "context": ssl.create_default_context(cafile=str(ca_file)),
@@ -167,26 +109,8 @@ def rendered(tmp_path_factory):
 @pytest.fixture(scope="module")
 def proxy(rendered):
     """nginx running the rendered template on loopback."""
-    with rendered["log"].open("w") as log:
-        server = subprocess.Popen(rendered["run"], stdout=log, stderr=subprocess.STDOUT)
-        try:
-            deadline = time.monotonic() + 15
-            while True:
-                try:
-                    with socket.create_connection(("127.0.0.1", rendered["ports"]["health"]), timeout=1):
-                        break
-                except OSError:
-                    if server.poll() is not None or time.monotonic() > deadline:
-                        server.terminate()
-                        server.wait(timeout=15)
-                        raise AssertionError(
-                            f"nginx did not start: {rendered['log'].read_text()[-2000:]}"
-                        ) from None
-                    time.sleep(0.1)
-            yield rendered
-        finally:
-            server.terminate()
-            server.wait(timeout=15)
+    with running_nginx(rendered["nginx"]):
+        yield rendered
 
 
 def ask(proxy, port: str, path: str, headers: dict[str, str] | None = None, *, tls: bool = True):

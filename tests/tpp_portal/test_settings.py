@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
@@ -47,6 +48,7 @@ def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         ("REDIS_URL", "http://127.0.0.1:6379", "REDIS_URL: expected redis://"),
         ("BANK_BASE_URL", "bank.example.com", "BANK_BASE_URL: expected an absolute http or https address"),
         ("BANK_BASE_URL", "https://bank.example.com/?x=1", "BANK_BASE_URL: must not carry a query"),
+        ("BANK_SCA_URL", "sca.bank.example.com", "BANK_SCA_URL: expected an absolute http or https address"),
         ("PORTAL_BASE_URL", "https://:8000", "PORTAL_BASE_URL: expected an absolute"),
         ("BANK_SIGNING_KEY", "/nonexistent/key.pem", "BANK_SIGNING_KEY: no such file"),
         ("BANK_SIGNING_CERT", "/nonexistent/cert.pem", "BANK_SIGNING_CERT: no such file"),
@@ -137,6 +139,42 @@ def test_production_settings_pass_check_deploy_without_warnings():
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues (0 silenced)." in result.stdout
     assert "WARNING" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("sca_url", "expected"),
+    [
+        ("", ["'self'", "https://bank.example.com/psd2"]),
+        (
+            "https://sca.bank.example.com:8443",
+            ["'self'", "https://bank.example.com/psd2", "https://sca.bank.example.com:8443"],
+        ),
+    ],
+)
+def test_the_banks_sca_pages_are_a_form_target(sca_url, expected):
+    """The portal's forms lead to the bank's SCA pages through a redirect (connect, pay): the policy's form-action
+    names the bank's address and, when they are elsewhere, the SCA pages' own."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json; from django.conf import settings as s; "
+            "print(json.dumps(s.CONTENT_SECURITY_POLICY['DIRECTIVES']['form-action']))",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "tpp_portal.settings",
+            "BANK_BASE_URL": "https://bank.example.com/psd2",
+            "BANK_SCA_URL": sca_url,
+        },
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == expected
 
 
 def test_development_defaults_need_no_server():
