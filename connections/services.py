@@ -268,6 +268,9 @@ def tpp_session_for(*, user: Any, now: datetime | None = None) -> TppSession:
     completed in it, or from its first use when none was), then a new one. One per user, so that a new one never
     ends the hour of another of the user's sessions at the bank before its time (spec section 3)."""
     now = now or timezone.now()
+    current = TppSession.objects.filter(user=user).first()  # the common case: one read, no lock
+    if current is not None and current.expires_at > now:
+        return current
     with transaction.atomic():
         session, created = TppSession.objects.select_for_update().get_or_create(
             user=user, defaults={"session_id": secrets.token_urlsafe(32), "started_at": now}
