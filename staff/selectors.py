@@ -28,8 +28,9 @@ PAYMENT_WAITING_STATES = (
     PaymentState.AWAITING_STATUS,
 )
 
-#: A call counts as an error when the bank refused or failed (4xx, 5xx) or did not answer at all.
-ERROR = Q(status__gte=400) | Q(status__isnull=True)
+#: A call counts as an error when the bank refused or failed (4xx, 5xx), did not answer at all, or answered with
+#: what the client could not accept (a missing or bad response signature, a malformed or too large answer).
+ERROR = Q(status__gte=400) | Q(status__isnull=True) | ~Q(error="")
 TOO_MANY_REQUESTS = Q(status=429)
 PERCENTILES = (50, 95)
 

@@ -49,6 +49,7 @@ class StatusClassFilter(admin.SimpleListFilter):
             ("429", "429 too many requests"),
             ("5xx", "5xx bank failure"),
             ("none", "no answer (transport error)"),
+            ("rejected", "answer not accepted (signature, malformed, too large)"),
         ]
 
     def queryset(self, request, queryset):
@@ -57,6 +58,8 @@ class StatusClassFilter(admin.SimpleListFilter):
             return queryset.filter(status__isnull=True)
         if value == "429":
             return queryset.filter(status=429)
+        if value == "rejected":
+            return queryset.filter(status__lt=400).exclude(error="")
         if value in self.RANGES:
             low, high = self.RANGES[value]
             return queryset.filter(status__gte=low, status__lte=high)
@@ -220,6 +223,8 @@ class BankCallAdmin(admin.ModelAdmin):
 
     @admin.display(description="HTTP status", ordering="status")
     def status_shown(self, call: BankCall) -> str:
+        if call.status is not None and call.error and call.status < 400:
+            return f"{call.status}, not accepted ({call.error})"
         if call.status is not None:
             return str(call.status)
         return f"no answer ({call.error})" if call.error else "no answer"

@@ -130,24 +130,26 @@ def test_filters_by_status_class_operation_user_and_date(operator_client, alice,
     limited = bank_call(status=429, user=alice)
     failed = bank_call(status=503, path="/v1/accounts/{account_id}/balances")
     unanswered = bank_call(status=None, error="TransportError")
+    unsigned = bank_call(status=200, error="ResponseSignatureError")
     old = bank_call(status=200, started_at=now - timedelta(days=3))
     url = reverse(CHANGELIST)
 
     def only(**params) -> set[int]:
         return {call.pk for call in listed(operator_client.get(url, params))}
 
-    assert only(status_class="2xx") == {ok.pk, old.pk}
+    assert only(status_class="2xx") == {ok.pk, old.pk, unsigned.pk}
     assert only(status_class="3xx") == {redirect.pk}
     assert only(status_class="4xx") == {refused.pk, limited.pk}
     assert only(status_class="429") == {limited.pk}
     assert only(status_class="5xx") == {failed.pk}
     assert only(status_class="none") == {unanswered.pk}
+    assert only(status_class="rejected") == {unsigned.pk}
     assert only(operation="POST /v1/consents") == {refused.pk}
     assert only(operation="GET /v1/accounts/{account_id}/balances") == {failed.pk}
     assert only(user=alice.pk) == {ok.pk, limited.pk}
-    assert only(user="none") == {redirect.pk, failed.pk, unanswered.pk, old.pk}
+    assert only(user="none") == {redirect.pk, failed.pk, unanswered.pk, unsigned.pk, old.pk}
     assert only(started_at__gte=(now - timedelta(days=1)).strftime("%Y-%m-%d %H:%M:%S%z")) == (
-        {ok.pk, redirect.pk, refused.pk, limited.pk, failed.pk, unanswered.pk}
+        {ok.pk, redirect.pk, refused.pk, limited.pk, failed.pk, unanswered.pk, unsigned.pk}
     )
     assert only(q=refused.request_id) == {refused.pk}
     assert only(q="bob@example.com") == {refused.pk}
@@ -163,6 +165,8 @@ def test_filters_by_status_class_operation_user_and_date(operator_client, alice,
     users = next(spec for spec in specs if getattr(spec, "parameter_name", "") == "user").lookup_choices
     assert [label for _, label in users] == ["the portal itself (no user)", "alice@example.com", "bob@example.com"]
     assert "no answer (TransportError)" in operator_client.get(url, {"status_class": "none"}).content.decode()
+    rejected = operator_client.get(url, {"status_class": "rejected"}).content.decode()
+    assert "200, not accepted (ResponseSignatureError)" in rejected
 
 
 def test_a_payment_and_a_connection_link_to_their_own_calls(operator_client, alice):

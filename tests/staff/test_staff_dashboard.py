@@ -56,6 +56,15 @@ def known_calls(alice):
     return {"accounts": accounts, "consents": [300, 5, 7]}
 
 
+def test_an_answer_the_client_did_not_accept_counts_as_an_error(alice):
+    """A 200 whose signature did not verify (or a malformed answer) is an error for staff, not a success."""
+    now = timezone.now()
+    bank_call(started_at=now - timedelta(minutes=5), status=200)
+    bank_call(started_at=now - timedelta(minutes=4), status=200, error="ResponseSignatureError")
+    (accounts,), overall = selectors.bank_call_figures(since=now - timedelta(hours=1), until=now)
+    assert (accounts.calls, accounts.errors) == (2, 1) and (overall.calls, overall.errors) == (2, 1)
+
+
 def test_figures_per_operation_and_overall_match_the_rows(known_calls):
     until = timezone.now()
     operations, overall = selectors.bank_call_figures(since=until - timedelta(hours=24), until=until)
