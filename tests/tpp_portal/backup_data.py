@@ -31,7 +31,10 @@ def _values() -> dict[str, dict[str, str]]:
 
 
 def populate() -> dict[str, dict[str, str]]:
-    from tests.bank_factories import BankConnectionFactory
+    from django.utils import timezone
+
+    from connections.services import tpp_session_for, tpp_session_sca_completed
+    from tests.bank_factories import BankConnectionFactory, ScaStateFactory
     from tests.payments.payment_factories import PaymentFactory
 
     private = BankConnectionFactory(context="PRIVATE", psu_id=str(uuid.uuid4()))
@@ -45,6 +48,12 @@ def populate() -> dict[str, dict[str, str]]:
         psu_identity="13039319955",  # a sandbox national identity number (single SCA)
         initiation_psu=json.dumps(headers),
     )
+    # The user's TPP-Session-ID of the hour, with the PSU-ID of its first SCA, and an SCA state sent with it.
+    session = tpp_session_for(user=private.user)
+    tpp_session_sca_completed(
+        user=private.user, tpp_session_id=session.session_id, psu_id=private.psu_id, now=timezone.now()
+    )
+    ScaStateFactory(user=private.user, tpp_session_id=session.session_id)
     return _values()
 
 
