@@ -135,12 +135,15 @@ def transaction_for(*, user: Any, pk: Any) -> Transaction:
     return get_owned_or_404(queryset, user=user, owner_field="account__connection__user", pk=pk)
 
 
-def debits_mentioning(*, user: Any, account_number: str, text: str) -> QuerySet[Transaction]:
-    """Money out of the user's account ``account_number`` (its IBAN or BBAN) whose message holds ``text``, as the
-    bank reported it (pending or booked), newest first: how a payment the bank did not confirm is found."""
+def debits_mentioning(*, user: Any, account_number: str, text: str, since: date) -> QuerySet[Transaction]:
+    """Money out of the user's account ``account_number`` (its IBAN or BBAN) whose message holds ``text``, booked
+    on or after ``since`` (or pending, not booked yet), as the bank reported it, booked first, newest first: how
+    a payment the bank did not confirm is found."""
     accounts = _live_accounts(user).filter(Q(iban=account_number) | Q(bban=account_number))
-    return Transaction.objects.filter(account__in=accounts, amount__lt=0, remittance__icontains=text).order_by(
-        "-booking_date", "-id"
+    return (
+        Transaction.objects.filter(account__in=accounts, amount__lt=0, remittance__icontains=text)
+        .filter(Q(booking_date__gte=since) | Q(booking_date__isnull=True))
+        .order_by("status", "-booking_date", "-id")
     )
 
 

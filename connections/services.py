@@ -288,7 +288,10 @@ def tpp_session_sca_completed(*, user: Any, tpp_session_id: str, psu_id: str, no
     session = TppSession.objects.filter(user=user, sca_at__isnull=True).first()
     if session is None or not hmac.compare_digest(session.session_id, tpp_session_id):
         return  # the hour runs already, or the session was replaced meanwhile
-    TppSession.objects.filter(pk=session.pk, sca_at__isnull=True).update(sca_at=now, psu_id=psu_id)
+    # started_at names this session: one replaced meanwhile (same row, new id) is not given this SCA.
+    TppSession.objects.filter(pk=session.pk, sca_at__isnull=True, started_at=session.started_at).update(
+        sca_at=now, psu_id=psu_id
+    )
 
 
 def tpp_session_known_psu(*, user: Any, now: datetime | None = None) -> str | None:
@@ -366,7 +369,9 @@ def sca_state_open(
     *, user: Any, session_key: str | None, token: str | None = None, now: datetime | None = None
 ) -> ScaState | None:
     """The unused, unexpired SCA state of this user's browser session that a failure redirect is about: the one
-    its address names (``token``) when that is one of them, else the newest. Reading it changes nothing."""
+    its address names (``token``), else (an address naming none) the newest. A named state that is not open
+    (used, expired, another session's) gives None: a late or replayed redirect is about no SCA of now. Reading it
+    changes nothing."""
     if not session_key or not getattr(user, "is_authenticated", False):
         return None
     now = now or timezone.now()
@@ -380,8 +385,7 @@ def sca_state_open(
         .select_related("connection")
         .order_by("-created_at", "-pk")
     )
-    named = open_states.filter(token=token).first() if token else None
-    return named or open_states.first()
+    return open_states.filter(token=token).first() if token else open_states.first()
 
 
 def _check_redirect(href: str | None) -> str:

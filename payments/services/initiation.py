@@ -13,7 +13,7 @@ Rules kept here:
 - The national identity number (single SCA) and the PSU headers are kept, encrypted, only while the answer is
   unknown; they are erased as soon as it is known.
 - The bank may ask for no approval, or start it with the initiation itself (spec 3 rule 2, 5 rule 7: it may
-  exempt any transaction or require SCA on any). The TPP-Session-ID of the initiation is therefore the token of an
+  exempt any transaction or require SCA on any). The initiation therefore carries the TPP-Redirect-URI of an
   SCA state (purpose "payment") made before the call: an answer carrying ``scaRedirect`` sends the PSU there and
   its redirect back reaches connections' one callback like any other; an answer that asks for no approval
   (scaStatus "exempted", or a status already past RCVD/PATC) has its status read at once. Only an answer
@@ -348,8 +348,8 @@ def _store_initiated(
     bank call's audit row, in one transaction; False when another writer stored the answer first.
 
     - an approval started with the initiation (scaRedirect): AUTHORISING, the initiator's authorisation tied to
-      ``sca_state`` (the SCA state whose token was the TPP-Session-ID), and status polls from now on, as after a
-      startAuthorisation;
+      ``sca_state`` (the SCA state whose TPP-Redirect-URI the initiation carried), and status polls from now on,
+      as after a startAuthorisation;
     - no approval asked (exempted, or the status already past RCVD/PATC): AWAITING_STATUS (FINAL for a final
       status) with the initiator's signature counted, and the status read at once;
     - otherwise INITIATED: the approval is started next (startAuthorisation).
@@ -555,8 +555,12 @@ def unconfirmed_find(*, payment_id: int) -> bool:
     payment = Payment.objects.filter(pk=payment_id, state=PaymentState.UNCONFIRMED).exclude(reference="").first()
     if payment is None:
         return False
+    submitted = timezone.localdate(payment.submitted_at or payment.created_at)
     match = account_selectors.debits_mentioning(
-        user=payment.user, account_number=payment.debtor_account, text=payment.reference
+        user=payment.user,
+        account_number=payment.debtor_account,
+        text=payment.reference,
+        since=submitted - timedelta(days=1),  # the bank's booking day may lag the portal's clock by a day
     ).first()
     if match is None:
         return False
@@ -581,12 +585,19 @@ def unconfirmed_find(*, payment_id: int) -> bool:
     return updated == 1
 
 
-def unconfirmed_find_all(*, limit: int = 500) -> int:
-    """``unconfirmed_find`` for every UNCONFIRMED payment (beat, every few minutes): how many were found."""
+#: An UNCONFIRMED payment is looked for in its account's transactions this long after it was sent (the bank
+#: lists 90 days of transactions without a new SCA; an older one stays with the user's word).
+FIND_UNCONFIRMED_FOR = timedelta(days=90)
+
+
+def unconfirmed_find_all(*, limit: int = 500, now: datetime | None = None) -> int:
+    """``unconfirmed_find`` for the UNCONFIRMED payments sent in the last FIND_UNCONFIRMED_FOR, newest first (beat,
+    every few minutes; old ones never found do not crowd out new ones): how many were found."""
+    now = now or timezone.now()
     ids = list(
-        Payment.objects.filter(state=PaymentState.UNCONFIRMED)
+        Payment.objects.filter(state=PaymentState.UNCONFIRMED, submitted_at__gte=now - FIND_UNCONFIRMED_FOR)
         .exclude(reference="")
-        .order_by("id")
+        .order_by("-submitted_at", "-id")
         .values_list("id", flat=True)[:limit]
     )
     return sum(unconfirmed_find(payment_id=payment_id) for payment_id in ids)
@@ -613,10 +624,10 @@ def payment_submit(
     row whose lease runs out, and reconciliation takes it over. What the call came to (the answer, the
     timeline events and the audit row of the call) is stored in one transaction after it.
 
-    ``session_key``: the PSU's browser session. With it, the TPP-Session-ID is the token of an SCA state of this
-    session (purpose "payment"), so that a bank which starts the approval with the initiation (``scaRedirect``
-    in its answer, then ``SubmitOutcome.sca_redirect``) sends the PSU back to the one callback like any other
-    approval; a bank that asks for no approval gives ``approval_skipped``.
+    ``session_key``: the PSU's browser session. With it, the initiation carries the TPP-Redirect-URI of an SCA
+    state of this session (purpose "payment"), so that a bank which starts the approval with the initiation
+    (``scaRedirect`` in its answer, then ``SubmitOutcome.sca_redirect``) sends the PSU back to the one callback
+    like any other approval; a bank that asks for no approval gives ``approval_skipped``.
     """
     try:
         key = uuid.UUID(str(idempotency_key))

@@ -200,3 +200,17 @@ def test_an_agreement_consent_returning_another_agreement_changes_nothing(alice,
 
     assert response.status_code == 400
     assert BankConnection.objects.count() == 1 and not ConnectionEvent.objects.exists()
+
+
+def test_a_failure_redirect_naming_a_state_that_is_not_open_is_about_no_sca(alice):
+    """A late or replayed failure redirect names a used state: it is not taken for the newest open one."""
+    session = "s" * 32
+    key_hash = services.session_key_hash(session)
+    now = timezone.now()
+    spent = ScaStateFactory(user=alice, session_key_hash=key_hash, created_at=now - timedelta(minutes=2))
+    services.sca_state_spend(state=spent, now=now)
+    current = ScaStateFactory(user=alice, session_key_hash=key_hash, created_at=now - timedelta(minutes=1))
+
+    assert services.sca_state_open(user=alice, session_key=session, token=spent.token, now=now) is None
+    assert services.sca_state_open(user=alice, session_key=session, token=current.token, now=now) == current
+    assert services.sca_state_open(user=alice, session_key=session, token=None, now=now) == current

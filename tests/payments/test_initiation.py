@@ -378,6 +378,34 @@ def test_an_unconfirmed_payment_is_found_by_its_reference_in_the_debtor_accounts
     assert len(bank.initiations) == 2  # nothing sent anew
 
 
+def test_only_debits_from_the_day_before_sending_on_count_and_new_payments_are_looked_for_first(bank, alice):
+    connection = BankConnectionFactory(user=alice)
+    debtor = BankAccountFactory(connection=connection, iban="NO9386011117947")
+    older = _unconfirmed(bank, alice, connection)
+    newer = _draft(alice, connection, reference="FPN3W00001")
+    newer = _unknown(bank, newer, alice)
+    bank.raise_on_initiate.append(
+        FormatError("conflict", status=409, tpp_messages=[TppMessage("ERROR", "CONFLICT", None, "seen before")])
+    )
+    initiation.payment_reconcile(payment_id=newer.pk)
+    Payment.objects.filter(pk=older.pk).update(submitted_at=timezone.now() - timedelta(days=5))
+    # A debit with the older one's reference, booked a week before it was sent, is another payment's.
+    stale = _debit(debtor, remittance="FP7K3M9Q2A Rechnung")
+    type(stale).objects.filter(pk=stale.pk).update(booking_date=timezone.localdate() - timedelta(days=7))
+    _debit(debtor, remittance="FPN3W00001 Rechnung")
+
+    assert initiation.unconfirmed_find_all(limit=1) == 1  # the newest first
+    assert Payment.objects.get(pk=newer.pk).state == PaymentState.FOUND
+    assert initiation.unconfirmed_find_all() == 0
+    assert Payment.objects.get(pk=older.pk).state == PaymentState.UNCONFIRMED
+    # Sent longer ago than the bank lists transactions: no longer looked for.
+    _debit(debtor, remittance="FP7K3M9Q2A Rechnung")
+    Payment.objects.filter(pk=older.pk).update(submitted_at=timezone.now() - timedelta(days=91))
+    assert initiation.unconfirmed_find_all() == 0
+    Payment.objects.filter(pk=older.pk).update(submitted_at=timezone.now() - timedelta(days=89))
+    assert initiation.unconfirmed_find_all() == 1
+
+
 def test_the_reconcile_page_looks_for_the_payment_before_offering_the_form(bank, alice, alice_client):
     connection = BankConnectionFactory(user=alice)
     debtor = BankAccountFactory(connection=connection, iban="NO9386011117947")
