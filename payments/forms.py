@@ -218,6 +218,10 @@ class CrossBorderPaymentForm(forms.Form):
     remittance_information = _text(
         _("Message to the recipient"),
         max_length=Limits.MESSAGE_MAX,
+        help_text=_(
+            "Up to 129 characters. We put our payment reference in front of it, so that the payment can be found "
+            "in your account."
+        ),
         validators=[v.validate_message],
     )
     purpose_code = forms.ChoiceField(
