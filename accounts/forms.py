@@ -37,6 +37,8 @@ def _amount_field(label: str) -> AmountField:
 
 
 class TransactionFilterForm(forms.Form):
+    character_count = False  # a filter, not text to send: no count under its fields (portal_forms)
+
     status = forms.ChoiceField(
         label=_("Show"),
         required=False,

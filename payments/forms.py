@@ -104,7 +104,8 @@ def regulatory_code_choices() -> list:
 def _text(
     label, *, max_length: int, required: bool = False, help_text="", validators=(), error_messages=None
 ) -> forms.CharField:
-    # No CharField(max_length=...): its message would repeat ours; the browser limit comes from the attribute.
+    # No CharField(max_length=...): its message would repeat ours. The maxlength attribute is not rendered as such
+    # (it would cut silently): includes/field.html counts the characters as the user types (portal_forms).
     return forms.CharField(
         label=label,
         required=required,

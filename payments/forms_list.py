@@ -10,6 +10,8 @@ from payments.validators import validate_currency
 
 
 class PaymentListFilterForm(forms.Form):
+    character_count = False  # a filter, not text to send: no count under its fields (portal_forms)
+
     group = forms.ChoiceField(
         label=_("Status"),
         required=False,

@@ -222,8 +222,14 @@ def cross_field_errors(
                     _reporting_error(decision, "regulatory_code_required")
                 )
             if not regulatory_reporting_information:
+                # The why is said once: under the code when both are missing, here only the what.
                 errors.setdefault("regulatory_reporting_information", []).append(
-                    _reporting_error(decision, "regulatory_information_required")
+                    ValidationError(
+                        _("Describe the purpose of the payment for the tax authority."),
+                        code="regulatory_information_required",
+                    )
+                    if not regulatory_reporting_code
+                    else _reporting_error(decision, "regulatory_information_required")
                 )
     if decision is None or not decision.required:
         if regulatory_reporting_code and not regulatory_reporting_information:

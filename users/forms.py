@@ -50,9 +50,19 @@ class SignInForm(allauth_forms.LoginForm):
         login = self.fields["login"]
         login.max_length = 254  # an address or a username is never longer; the database is not asked
         login.validators.append(MaxLengthValidator(254))
-        login.label = _("E-mail address")
+        # ACCOUNT_LOGIN_METHODS: customers sign in with their e-mail address, accounts made by staff (and the demo
+        # users of `make run`) with their username too.
+        login.label = _("E-mail address or username")
         login.widget.attrs.pop("placeholder", None)
-        login.widget.attrs.update({"autocomplete": "username", "inputmode": "email", "autofocus": True})
+        login.widget.attrs.update(
+            {
+                "autocomplete": "username",
+                "autocapitalize": "none",
+                "spellcheck": "false",  # a name, not prose (and not counted as the user types)
+                "inputmode": "email",
+                "autofocus": True,
+            }
+        )
         self.fields["password"].widget.attrs.pop("placeholder", None)
         self.fields["password"].help_text = ""
 

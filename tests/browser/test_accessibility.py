@@ -154,7 +154,7 @@ def test_every_form_control_is_reachable_with_tab(page, live_server, world, who)
 
 def test_sign_in_by_keyboard_alone(page, live_server, alice, password):
     page.goto(f"{live_server.url}/auth/sign-in/")
-    page.get_by_label("E-mail address").focus()
+    page.get_by_label("E-mail address or username").focus()
     page.keyboard.type(alice.email)
     page.keyboard.press("Tab")
     page.keyboard.type(password)

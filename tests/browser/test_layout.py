@@ -24,7 +24,7 @@ def test_home_and_sign_in_fit_the_screen(page, live_server, artifacts_dir, devic
     page.screenshot(path=artifacts_dir / f"layout-home-{device}.png", full_page=True)
 
     page.get_by_role("link", name="Sign in").first.click()
-    page.get_by_label("E-mail address").fill("layout@example.invalid")
+    page.get_by_label("E-mail address or username").fill("layout@example.invalid")
     page.get_by_label("Password").fill("a-long-test-password")
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_selector("text=Signed in as layout@example.invalid")

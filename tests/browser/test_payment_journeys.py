@@ -59,7 +59,7 @@ def _sign_in(page, base: str, email: str, django_user_model) -> None:
     django_user_model.objects.create_user(email, email, PASSWORD)
     page.goto(f"{base}/")
     page.get_by_role("link", name="Sign in").first.click()
-    page.get_by_label("E-mail address").fill(email)
+    page.get_by_label("E-mail address or username").fill(email)
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_selector(f"text=Signed in as {email}", timeout=TIMEOUT)

@@ -20,7 +20,7 @@ def test_the_sign_button_goes_when_the_viewer_signs_elsewhere(
     payment = corporate_pair(alice, bob, transaction_status="PATC", state=PaymentState.AWAITING_STATUS)
     problems = portal_problems(page, live_server.url)
     page.goto(f"{live_server.url}{reverse('login')}?next={reverse('payment-detail', args=[payment.pk])}")
-    page.get_by_label("E-mail address").fill(bob.email)
+    page.get_by_label("E-mail address or username").fill(bob.email)
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_selector("#payment-patc")

@@ -35,7 +35,7 @@ def test_staff_lists_sandbox_customers_with_both_toggles(page, live_server, live
     TOTP.activate(staff, secret)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
     page.goto(f"{live_server.url}/auth/sign-in/")
-    page.get_by_label("E-mail address").fill("staff@example.invalid")
+    page.get_by_label("E-mail address or username").fill("staff@example.invalid")
     page.get_by_label("Password").fill("a-long-test-password")
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url("**/auth/2fa/authenticate/")

@@ -341,7 +341,7 @@ def sign_in(
         page.keyboard.type(password)
         page.keyboard.press("Enter")
     else:
-        page.get_by_label("E-mail address").fill(username)
+        page.get_by_label("E-mail address or username").fill(username)
         page.locator("input[name=password]").fill(password)
         page.get_by_role("button", name="Sign in").click()
     page.wait_for_url(lambda url: "/auth/sign-in/" not in url)

@@ -1,7 +1,10 @@
 """Signing in and out (allauth), and the lockout after repeated failures (per login and client address)."""
 
+import re
+
 import pytest
 from django.urls import reverse
+from django.utils import translation
 
 from tests.users.helpers import ratelimit_clock, sign_in
 
@@ -22,6 +25,19 @@ def test_a_username_signs_in_too(client, django_user_model):
     assert client.session["_auth_user_id"] == str(user.pk)
 
 
+@pytest.mark.parametrize(
+    ("language", "label"), [("en", "E-mail address or username"), ("nb", "E-postadresse eller brukernavn")]
+)
+def test_the_label_names_both_ways_to_sign_in(client, language, label):
+    client.cookies["django_language"] = language
+    with translation.override(language):
+        html = client.get(LOGIN, HTTP_ACCEPT_LANGUAGE=language).content.decode()
+    assert re.search(rf'<label for="id_login">{label}<span class="required"', html), html
+    login_input = re.search(r'<input[^>]*name="login"[^>]*>', html).group(0)
+    assert "maxlength" not in login_input  # nothing typed is cut
+    assert "data-character-count-for" not in html  # a name is not counted like a message
+
+
 def test_next_outside_the_portal_is_ignored(client, alice, password):
     response = sign_in(client, alice.email, password, query="?next=https://evil.example/")
     assert response["Location"] == reverse("home")
@@ -30,8 +46,12 @@ def test_next_outside_the_portal_is_ignored(client, alice, password):
 def test_a_wrong_password_is_a_clear_error_and_keeps_the_user_out(client, alice):
     response = sign_in(client, alice.email, "not-the-password")
     assert response.status_code == 200
-    assert "The email address and/or password you specified are not correct." in response.content.decode()
+    html = response.content.decode()
+    assert "The email address and/or password you specified are not correct." in html
     assert "_auth_user_id" not in client.session
+    # Once, in the error summary at the top of the form.
+    assert html.count("The email address and/or password you specified are not correct.") == 1
+    assert html.index("There is a problem") < html.index('name="login"')
 
 
 def test_the_sign_in_page_offers_reset_and_sign_up(client):
