@@ -87,7 +87,10 @@ if PRODUCTION and (
         "SECRET_KEY: production needs a real secret key of at least 50 random characters "
         "(set SECRET_KEY or SECRET_KEY_FILE)"
     )
-DEBUG = env.bool("DEBUG", not PRODUCTION)
+# Off unless asked for (DEBUG=true), also under `make run`: people trying the portal see its own error pages
+# (templates/404.html ...), not Django's technical ones listing every URL. Static files are served either way
+# (WhiteNoise, below).
+DEBUG = env.bool("DEBUG", False)
 if PRODUCTION and DEBUG:
     raise ImproperlyConfigured("DEBUG: must be false when DJANGO_ENV=production")
 
@@ -550,6 +553,10 @@ STATIC_ROOT = Path(env.str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 if not PRODUCTION:
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise expects it; production runs collectstatic
+# Outside production WhiteNoise serves the files where they are (static/ and the apps'), read again when they
+# change, so that DEBUG off needs no collectstatic; production serves the collected, hashed copies.
+WHITENOISE_USE_FINDERS = not PRODUCTION
+WHITENOISE_AUTOREFRESH = not PRODUCTION
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
