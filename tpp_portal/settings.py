@@ -543,6 +543,7 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", "no-reply@fjordpay.invalid")
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", _("English")), ("nb", _("Norwegian Bokmål"))]
 LOCALE_PATHS = [BASE_DIR / "locale"]
+FORMAT_MODULE_PATH = ["tpp_portal.formats"]  # one date format per language (tpp_portal/formats/)
 USE_I18N = True
 USE_TZ = True
 TIME_ZONE = "Europe/Oslo"  # shown to users; storage is UTC (USE_TZ)

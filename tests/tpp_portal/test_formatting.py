@@ -61,3 +61,41 @@ def test_pages_are_served_in_norwegian_bokmal(client):
     assert response["Content-Language"] == "nb"
     assert 'lang="nb"' in response.content.decode()
     assert "Logg inn" in response.content.decode()
+
+
+# --- dates: one format per language (tpp_portal/formats/) ------------------------------------------------------
+MOMENT = "2026-11-25T08:27:00+00:00"  # 09:27 in Oslo
+
+
+@pytest.mark.parametrize(
+    ("language", "date_text", "datetime_text"),
+    [("en", "25 Nov 2026", "25 Nov 2026, 09:27"), ("nb", "25.11.2026", "25.11.2026 kl. 09:27")],
+)
+def test_dates_read_the_same_way_on_every_page_of_a_language(language, date_text, datetime_text):
+    from datetime import date, datetime
+
+    moment = datetime.fromisoformat(MOMENT)
+    template = Template(
+        "{% load tz %}{% timezone 'Europe/Oslo' %}"
+        '{{ d|date:"DATE_FORMAT" }}|{{ d|date:"SHORT_DATE_FORMAT" }}|{{ d }}|'
+        '{{ m|date:"DATETIME_FORMAT" }}|{{ m|date:"SHORT_DATETIME_FORMAT" }}|{{ m }}{% endtimezone %}'
+    )
+    with translation.override(language):
+        text = template.render(Context({"d": date(2026, 11, 25), "m": moment}))
+    assert text.split("|") == [date_text] * 3 + [datetime_text] * 3
+
+
+def test_templates_name_the_formats_instead_of_spelling_their_own():
+    """A literal format in a template would be a second format; only 'c' (ISO, for machines) is allowed."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "templates"
+    named = {"DATE_FORMAT", "SHORT_DATE_FORMAT", "DATETIME_FORMAT", "SHORT_DATETIME_FORMAT", "c"}
+    found = {}
+    for template_file in root.rglob("*.html"):
+        for fmt in re.findall(r"\|date:[\"']([^\"']*)[\"']", template_file.read_text()):
+            found.setdefault(fmt, []).append(template_file.name)
+    assert found, "no |date in the templates: the pattern above no longer matches them"
+    assert set(found) <= named, {k: v for k, v in found.items() if k not in named}
+    assert not any("naturaltime" in f.read_text() for f in root.rglob("*.html"))

@@ -1,0 +1,9 @@
+"""Bokmål: 25.11.2026 and 25.11.2026 kl. 09:27 (as Norwegian banks write them)."""
+
+DATE_FORMAT = "d.m.Y"
+SHORT_DATE_FORMAT = DATE_FORMAT
+DATETIME_FORMAT = r"d.m.Y \k\l. H:i"
+SHORT_DATETIME_FORMAT = DATETIME_FORMAT
+MONTH_DAY_FORMAT = "j. F"
+YEAR_MONTH_FORMAT = "F Y"
+TIME_FORMAT = "H:i"
