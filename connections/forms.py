@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from django import forms
@@ -91,6 +92,27 @@ def callback_failure(query) -> str | None:
 
 def failure_explained(code: str) -> str:
     return str(FAILURE_EXPLAINED.get(code, FAILURE_UNKNOWN))
+
+
+_STATUS = re.compile(r"[1-5][0-9]{2}", re.ASCII)
+
+
+def failure_details(query, code: str) -> list[tuple[str, str]]:
+    """The failure redirect's technical facts for the page's "Details" disclosure (for support, not the
+    explanation): the code when the portal knows it and the HTTP status when it is one. Nothing else of the
+    address is shown, neither the message nor the system name: anyone can make up such an address."""
+    details = []
+    if code:
+        details.append((str(_("Code")), code))
+    status = str(query.get("status", ""))
+    if _STATUS.fullmatch(status):
+        details.append((str(_("Status")), status))
+    return details
+
+
+def failure_context(query, code: str) -> dict:
+    """What the "the bank did not confirm" pages show: the plain explanation, and the details behind it."""
+    return {"explained": failure_explained(code), "details": failure_details(query, code)}
 
 
 def _token_or_none(value: str | None) -> str | None:

@@ -25,7 +25,7 @@ from connections.forms import (
     callback_failure,
     callback_state,
     callback_success,
-    failure_explained,
+    failure_context,
 )
 from connections.models import ConnectionAccess, PsuContextChoice, ScaPurpose
 from connections.psu import psu_presence
@@ -117,7 +117,7 @@ def callback(request):
         )
         if state is not None:
             return plugins.purpose(state.purpose).failed(request, state, code)
-        return render(request, "connections/callback_failed.html", {"explained": failure_explained(code)})
+        return render(request, "connections/callback_failed.html", failure_context(request.GET, code))
     if not request.user.is_authenticated:
         return _rejected(request, "signed_out")
     params, wrong = callback_success(request.GET)
@@ -190,7 +190,7 @@ def context_changed(request, *, asked: str, chosen: str) -> None:
 def connection_sca_failed(request, state, code: str):
     """A failure redirect while this session was connecting: nothing is changed and the state stays usable (the
     bank's real redirect may still come)."""
-    return render(request, "connections/callback_failed.html", {"explained": failure_explained(code)})
+    return render(request, "connections/callback_failed.html", failure_context(request.GET, code))
 
 
 @sensitive_page

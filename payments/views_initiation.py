@@ -19,7 +19,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts import selectors as accounts_selectors
 from accounts import services as accounts_services
-from connections.forms import failure_explained
+from connections.forms import failure_context
 from connections.models import BankConnection, PsuContextChoice, ScaState
 from connections.psu import psu_presence
 from connections.services import IdentityMismatch, ScaReturn, ScaStateRejected
@@ -394,12 +394,15 @@ def payment_sca_failed(request, state: ScaState, code: str):
     nothing is changed, the approval stays open, and the page shows the status the bank reports now."""
     payment = authorisation.payment_for_failed_sca(state=state, user=request.user)
     if payment is None:
-        return render(request, "connections/callback_failed.html", {"explained": failure_explained(code)})
+        return render(request, "connections/callback_failed.html", failure_context(request.GET, code))
     polling.payment_poll(payment_id=payment.pk, actor=request.user)
     payment.refresh_from_db()
+    failure = failure_context(request.GET, code)
+    if payment.transaction_status:
+        failure["details"].append((_("Status code at the bank"), payment.transaction_status))
     context = {
         "payment": payment,
-        "explained": failure_explained(code),
+        **failure,
         "status": status_text(payment.transaction_status, payment.funds_available),
         "may_approve": payment.transaction_status in ("", "RCVD", "PATC"),
     }

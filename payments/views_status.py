@@ -34,11 +34,33 @@ logger = logging.getLogger(__name__)
 
 #: The "check now" button asks the bank at most once in this many seconds per payment.
 CHECK_INTERVAL_SECONDS = 15
+#: Bank statuses of a payment that was not carried out: no fee is shown for it.
+NOT_CARRIED_OUT = frozenset({"CANC", "RJCT"})
 PAGE_SIZE = 25
 
 
 def _when(moment) -> str:
     return formats.date_format(timezone.localtime(moment), "DATETIME_FORMAT") if moment else ""
+
+
+def _state_label(payment: Payment, status: StatusText) -> str:
+    """The portal's state beside the bank's status, when it adds something: not for a final status (the
+    bank's words say it all: "Cancelled", not "Cancelled · Completed"), nor when it repeats the status."""
+    label = str(payment.get_state_display())
+    if payment.state == PaymentState.FINAL or label == status.label:
+        return ""
+    return label
+
+
+def _fee_text(payment: Payment) -> str:
+    """The fee line: none for a payment the bank did not carry out, whatever it estimated before."""
+    if payment.transaction_status in NOT_CARRIED_OUT:
+        return _("None: the payment was not carried out.")
+    if payment.fee_amount is None:
+        return _("Not given by the bank")
+    text = money(payment.fee_amount, payment.fee_currency)
+    no_fee = _("no fee charged")
+    return f"{text} ({no_fee})" if payment.fee_indicator is False else text
 
 
 def _context(request, payment: Payment) -> dict:
@@ -53,6 +75,8 @@ def _context(request, payment: Payment) -> dict:
     return {
         "payment": payment,
         "status": status,
+        "state_label": _state_label(payment, status),
+        "fee_text": _fee_text(payment),
         "is_initiator": payment.user_id == user.pk,
         "may_sign": selectors.may_sign(user=user, payment=payment),
         "can_cancel": payment.user_id == user.pk and cancellation.cancellable(payment),
@@ -91,7 +115,7 @@ def status_payload(request, payment: Payment) -> dict:
     return {
         "id": payment.pk,
         "state": payment.state,
-        "stateLabel": str(payment.get_state_display()),
+        "stateLabel": context["state_label"],
         "transactionStatus": payment.transaction_status,
         "statusLabel": status.label,
         "statusMeaning": status.meaning,
@@ -102,7 +126,7 @@ def status_payload(request, payment: Payment) -> dict:
         "live": context["live"],
         "canCancel": context["can_cancel"],
         "maySign": context["may_sign"],
-        "fee": money(payment.fee_amount, payment.fee_currency) if payment.fee_amount is not None else "",
+        "fee": context["fee_text"],
         "psuMessage": payment.psu_message,
         "timeline": [
             {

@@ -44,12 +44,7 @@
     var title = document.createElement("strong");
     title.textContent = entry.statusLabel || entry.kindLabel;
     item.appendChild(title);
-    if (entry.status) {
-      var code = document.createElement("span");
-      code.className = "help";
-      code.textContent = " (" + entry.status + ")";
-      item.appendChild(code);
-    }
+    // The bank's status code is not shown beside the words: the current one is under "Details".
     if (entry.actor) {
       item.appendChild(document.createTextNode(" " + entry.actor));
     }
@@ -72,7 +67,8 @@
       label.setAttribute("data-status", data.transactionStatus);
     }
     setText("payment-state-label", data.stateLabel);
-    show("payment-state-label", data.stateLabel !== data.statusLabel);
+    show("payment-state-label", !!data.stateLabel);
+    setText("payment-status-code", data.transactionStatus);
     setText("payment-status-meaning", data.statusMeaning);
     show("payment-insufficient-funds", data.insufficientFunds);
     setText("payment-psu-message", data.psuMessage);

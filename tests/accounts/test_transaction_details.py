@@ -104,12 +104,14 @@ def test_fields_only_in_the_details_are_shown_in_plain_words(alice_client, tx):
     assert "Paid from" in html and "Kari Nordmann" in html and "NO8330001234567" in html
     assert "Paid to" in html and "Fjordkraft AS" in html and "NO9386011117947" in html
     assert ">KID<" in html and "000123456789" in html
-    assert "The bank's reference</dt><dd>ENTRY-4471" in html
     assert "From the bank</dt><dd>Varekjøp strøm" in html
     assert "The bank's transaction code" in html and "R_710" in html
     details_part = html.split("<details", 1)[1]
     assert "R_710" in details_part  # the code only behind the disclosure
     assert "R_710" not in html.split("<details", 1)[0]
+    # The bank's id of the entry (often an opaque token) is no reference: only behind the disclosure too.
+    assert 'The bank\'s id of the entry</dt><dd><code class="technical-id">ENTRY-4471</code>' in details_part
+    assert "ENTRY-4471" not in html.split("<details", 1)[0] and "The bank's reference" not in html
 
 
 def test_the_opaque_transaction_id_is_never_shown(alice_client, tx):
@@ -124,7 +126,7 @@ def test_without_an_entry_reference_no_bank_reference_is_shown(alice_client, tx,
 
     html = _page(alice_client, tx)
 
-    assert "The bank's reference" not in html and OPAQUE_ID not in html
+    assert "The bank's id of the entry" not in html and OPAQUE_ID not in html
 
 
 @pytest.mark.parametrize("status", [500, 503])

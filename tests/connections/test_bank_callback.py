@@ -4,6 +4,7 @@ a refused callback never reaches the bank)."""
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from datetime import timedelta
 
@@ -146,7 +147,13 @@ def test_a_failure_redirect_explains_the_code_and_spends_and_stores_nothing(alic
     assert response.status_code == 200 and "Location" not in response
     body = response.content.decode()
     assert "The approval at the bank was stopped before it was completed." in body
-    assert "The PSU cancelled." not in body and "SCA_INVALID" not in body and "SANDBOX-SCA" not in body
+    assert "The PSU cancelled." not in body and "SANDBOX-SCA" not in body
+    # The code and status only for support, folded away under "Details".
+    before, details, after = re.split(r'<details class="technical-details">|</details>', body)
+    assert "SCA_INVALID" not in before + after and "401" not in before + after
+    assert "<summary>Details</summary>" in details
+    assert "<dt>Code</dt><dd><code>SCA_INVALID</code></dd>" in details
+    assert "<dt>Status</dt><dd><code>401</code></dd>" in details
     assert _nothing_stored()
     state.refresh_from_db()
     assert state.used_at is None  # the bank's real redirect may still come: it is still accepted

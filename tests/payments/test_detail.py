@@ -244,3 +244,89 @@ def test_text_from_the_user_and_the_bank_is_escaped_on_the_page_and_the_list(ali
 
     for html in (page, listing):
         assert "<img" not in html and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html
+
+
+def _outside_details(page: str) -> str:
+    """The page without its "Details" disclosures (codes and ids for support live there)."""
+    import re
+
+    return re.sub(r'<details class="technical-details">.*?</details>', "", page, flags=re.S)
+
+
+def test_status_codes_are_only_under_details(alice_client, alice):
+    payment = PaymentFactory(user=alice, transaction_status="PDNG", state=PaymentState.AWAITING_STATUS)
+    status_event(payment, "RCVD")
+    status_event(payment, "PDNG")
+
+    page = alice_client.get(_url("payment-detail", payment.pk)).content.decode()
+    data = alice_client.get(_url("payment-status-json", payment.pk)).json()
+
+    visible = _outside_details(page)
+    assert "Received" in visible and "Pending" in visible
+    for code in ("RCVD", "PDNG", payment.payment_id):
+        assert code not in visible.replace('data-status="PDNG"', ""), code
+    assert "<summary>Details</summary>" in page
+    assert '<code id="payment-status-code">PDNG</code>' in page
+    assert f'<code class="technical-id">{payment.payment_id}</code>' in page
+    assert data["transactionStatus"] == "PDNG"  # the script keeps the code under Details current
+
+
+@pytest.mark.parametrize(("code", "label"), [("CANC", "Cancelled"), ("RJCT", "Rejected")])
+def test_a_payment_not_carried_out_reads_so_without_a_fee(alice_client, alice, code, label):
+    payment = PaymentFactory(user=alice, transaction_status=code, state=PaymentState.FINAL)
+    status_event(payment, code)
+
+    page = alice_client.get(_url("payment-detail", payment.pk)).content.decode()
+    data = alice_client.get(_url("payment-status-json", payment.pk)).json()
+
+    assert f">{label}</span>" in page
+    assert "Completed" not in page  # not "Cancelled · Completed"
+    assert 'id="payment-state-label" class="help" hidden></span>' in page
+    assert "50.00 NOK" not in page
+    assert '<dd id="payment-fee">None: the payment was not carried out.</dd>' in page
+    assert data["stateLabel"] == "" and data["fee"] == "None: the payment was not carried out."
+
+
+def test_a_settled_payment_shows_its_fee_and_no_second_label(alice_client, alice):
+    payment = PaymentFactory(user=alice, transaction_status="ACSC", state=PaymentState.FINAL)
+
+    page = alice_client.get(_url("payment-detail", payment.pk)).content.decode()
+
+    assert '<dd id="payment-fee">50.00 NOK</dd>' in page
+    assert page.count("Completed") == 1  # the bank's status; the portal's "Completed" state is not repeated
+
+
+def test_the_state_is_shown_beside_the_status_when_it_adds_something(alice_client, alice):
+    payment = PaymentFactory(user=alice, transaction_status="RCVD", state=PaymentState.AUTHORISING)
+
+    data = alice_client.get(_url("payment-status-json", payment.pk)).json()
+
+    assert data["statusLabel"] == "Received" and data["stateLabel"] == "Being approved at the bank"
+
+
+def test_a_cancelled_approval_says_what_happened_with_the_codes_under_details(alice, alice_client, monkeypatch):
+    import hashlib
+
+    from payments.models import PaymentAuthorisation
+    from tests.bank_factories import BankConnectionFactory, ScaStateFactory
+    from tpp_portal.bank import CALLBACK_PATH
+
+    connection = BankConnectionFactory(user=alice)
+    payment = PaymentFactory(user=alice, connection=connection, transaction_status="RCVD")
+    key_hash = hashlib.sha256(alice_client.session.session_key.encode()).hexdigest()
+    state = ScaStateFactory(user=alice, session_key_hash=key_hash, purpose="payment", connection=connection)
+    PaymentAuthorisation.objects.create(payment=payment, signer=alice, sca_state=state, started_at=timezone.now())
+    monkeypatch.setattr("payments.services.polling.payment_poll", lambda **kw: None)
+
+    page = alice_client.get(
+        CALLBACK_PATH,
+        {"system": "SANDBOX-SCA", "status": "401", "code": "SCA_INVALID", "message": "The PSU cancelled."},
+    ).content.decode()
+
+    visible = _outside_details(page)
+    assert "The approval at the bank was stopped before it was completed." in visible
+    assert "Approve at the bank again" in visible
+    for technical in ("SCA_INVALID", "401", "RCVD", "SANDBOX-SCA", "The PSU cancelled", "PSU"):
+        assert technical not in visible, technical
+    assert "<dt>Code</dt><dd><code>SCA_INVALID</code></dd>" in page
+    assert "<dt>Status code at the bank</dt><dd><code>RCVD</code></dd>" in page
