@@ -107,7 +107,11 @@ def test_cancelled_sca_is_explained_in_plain_words_and_stores_nothing(live_bank,
     assert response.status_code == 200 and "Location" not in response
     body = response.content.decode()
     assert "The approval at the bank was stopped before it was completed." in body
-    assert params["message"] not in body and params["code"] not in body
+    assert params["message"] not in body and params["system"] not in body
+    # The code only for support, folded away under "Details".
+    before_details, details = body.split('<details class="technical-details">', 1)
+    assert params["code"] not in before_details + details.split("</details>", 1)[1]
+    assert f"<dt>Code</dt><dd><code>{params['code']}</code></dd>" in details
     assert _counts() == before
 
 
