@@ -27,8 +27,12 @@ def text(response) -> str:
 
 
 def field_errors(response, field: str) -> list[str]:
-    """The error texts shown beside ``field`` (includes/field.html)."""
-    return [unescape(e) for e in re.findall(rf'id="id_{field}_error"[^>]*>([^<]*)<', response.content.decode())]
+    """The error texts shown beside ``field`` (includes/field.html: one paragraph, "Error:" for screen readers)."""
+    shown = re.search(rf'<p class="field-error" id="id_{field}_error">(.*?)</p>', response.content.decode(), re.S)
+    if shown is None:
+        return []
+    texts = (unescape(re.sub(r"<[^>]+>", "", part)) for part in shown.group(1).split("<br>"))
+    return [text.strip().removeprefix("Error:").strip() for text in texts]
 
 
 def messages_of(response) -> list[str]:
