@@ -95,3 +95,46 @@ def test_the_summary_takes_the_focus_and_the_name_is_counted_not_cut(
         assert problems == []
     finally:
         context.close()
+
+
+@pytest.mark.parametrize(("language", "width"), [("en", 1280), ("nb", 390)])
+def test_our_404_page_and_a_cancelled_payment_in_plain_words(
+    browser, live_server, artifacts_dir, alice, password, language, width
+):
+    from payments.models import PaymentState
+    from tests.payments.payment_factories import PaymentFactory, status_event
+
+    payment = PaymentFactory(user=alice, transaction_status="CANC", state=PaymentState.FINAL)
+    status_event(payment, "RCVD")
+    status_event(payment, "CANC")
+    text = TEXTS[language]
+    context = browser.new_context(
+        locale="en-GB" if language == "en" else "nb-NO", viewport={"width": width, "height": 844}
+    )
+    page = context.new_page()
+    problems = portal_problems(page, live_server.url)
+    try:
+        response = page.goto(f"{live_server.url}/no-such-page/")
+        assert response.status == 404
+        heading = {"en": "Page not found", "nb": "Fant ikke siden"}[language]
+        assert page.locator("h1").inner_text() == heading
+        page.screenshot(path=artifacts_dir / f"error-404-{language}-{width}.png", full_page=True)
+        page.locator("main a[href='/']").click()
+        page.wait_for_url(f"{live_server.url}/")
+
+        page.goto(f"{live_server.url}{reverse('login')}?next={reverse('payment-detail', args=[payment.pk])}")
+        page.get_by_label(text["login"]).fill(alice.email)
+        page.get_by_label(text["password"]).fill(password)
+        page.get_by_role("button", name=text["sign_in"]).click()
+        page.wait_for_selector("#payment")
+        status_box = page.locator(".payment-status")
+        assert (
+            "CANC" not in status_box.inner_text() and "RCVD" not in page.locator("#payment-timeline").inner_text()
+        )
+        page.locator(".payment-status details summary").click()
+        assert "CANC" in page.locator(".payment-status details").inner_text()
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        page.screenshot(path=artifacts_dir / f"payment-cancelled-{language}-{width}.png", full_page=True)
+        assert [p for p in problems if "/no-such-page/" not in p] == []  # (chromium logs the 404 itself)
+    finally:
+        context.close()
