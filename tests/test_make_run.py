@@ -74,6 +74,12 @@ def test_make_run_brings_up_the_whole_product(make_run):
     assert portal.json()["checks"] == {"database": "ok", "broker": "ok"}
     assert bank.status_code == 200
 
+    # The portal's own 404 page, not Django's debug page listing every URL; the stylesheet is still served.
+    missing = requests.get(f"http://127.0.0.1:{portal_port}/no-such-page/", timeout=10)
+    assert missing.status_code == 404 and "<h1>Page not found</h1>" in missing.text
+    assert "Django tried these URL patterns" not in missing.text
+    assert requests.get(f"http://127.0.0.1:{portal_port}/static/css/portal.css", timeout=10).status_code == 200
+
     # A request signed with the development certificate (CA with a Norwegian letter: RFC 2047 on the wire).
     response = signed_get(f"http://127.0.0.1:{bank_port}", "/v1/sandbox/customers", var_dir / "pki")
     assert response.status_code == 200, response.text
