@@ -469,6 +469,11 @@ def _refresh(
         with transaction.atomic():
             _store(reads, now=timezone.now())
             flush_audit()
+    if unattended:
+        # Each task opens its own connections to the bank: a keep-alive connection stays with the server process
+        # (or the load balancer's backend) that accepted it, so a worker that kept one for good would keep its
+        # whole share of the refresh on one of the bank's processes however busy that one is.
+        client.close()
     for read in reads:
         outcomes[read.account.pk] = _outcome(read, actor=actor, now=now, unattended=unattended)
     return outcomes

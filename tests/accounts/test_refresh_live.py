@@ -63,3 +63,28 @@ def test_five_unattended_refreshes_never_trigger_the_banks_429(known_state, alic
     assert account.transactions_synced_to is not None
     present = BankCall.objects.filter(psu_present=True, path_template__contains="/transactions")
     assert present.exists() and not present.exclude(status=200).exists()
+
+
+def test_each_refresh_task_opens_its_own_connection_to_the_bank(known_state, alice_client, alice, monkeypatch):
+    """A keep-alive connection stays with the server process (or load balancer backend) that accepted it: a worker
+    keeping one for good would keep its whole share of the refresh on one of the bank's processes. Each task
+    connects afresh, and within a task the calls share one connection."""
+    import urllib3.connection
+    from django.utils import timezone
+
+    portal_connect(alice_client)
+    accounts = list(BankAccount.objects.filter(connection__user=alice, kind="account").order_by("pk"))[:2]
+    connects = []
+    original = urllib3.connection.HTTPConnection.connect
+
+    def counted(self):
+        connects.append(self.port)
+        return original(self)
+
+    monkeypatch.setattr(urllib3.connection.HTTPConnection, "connect", counted)
+    planned = timezone.now()
+    first = refresh.refresh_due(account_ids=[accounts[0].pk], planned_at=planned)
+    assert all(o.ok for o in first.values()) and len(connects) == 1  # two calls, one connection
+    second = refresh.refresh_due(account_ids=[accounts[1].pk], planned_at=planned)
+    assert all(o.ok for o in second.values())
+    assert len(connects) == 2
