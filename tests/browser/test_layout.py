@@ -239,4 +239,27 @@ def test_accounts_transactions_and_payments_fit_a_phone_and_a_desktop(
     assert page.locator("details.filters form").is_visible()
     page.screenshot(path=artifacts_dir / "layout-payments-filtered-phone.png", full_page=True)
 
+    # The draft is deleted after the question, from the phone.
+    page.locator("tr.payment-draft").get_by_role("link", name=re.compile("^Delete")).click()
+    page.wait_for_selector("h1:has-text('Delete the draft?')")
+    _fits(page, "phone", at_least=0)
+    page.screenshot(path=artifacts_dir / "layout-draft-delete-phone.png", full_page=True)
+    page.get_by_role("button", name="Delete the draft").click()
+    page.wait_for_selector("text=The draft was deleted.")
+    assert page.locator("tr.payment-draft").count() == 0 and page.locator("tr.payment-row").count() == 3
+
+    # In Norwegian (longer words) the phone's pages fit too.
+    page.locator("details.nav-menu summary").click()
+    page.get_by_label("Language").select_option("nb")
+    page.get_by_role("button", name="Change").click()
+    page.wait_for_selector("html[lang=nb]")
+    for name, path, at_least in [
+        ("accounts", "/bank/accounts/", 5),
+        ("account", f"/bank/accounts/{main.pk}/", 50),
+        ("payments", "/payments/", 6),
+    ]:
+        page.goto(f"{portal}{path}")
+        _fits(page, "phone", at_least=at_least)
+        page.screenshot(path=artifacts_dir / f"layout-{name}-phone-nb.png", full_page=True)
+
     assert problems == []
