@@ -71,6 +71,13 @@ class BankAccount(models.Model):
     def __str__(self) -> str:
         return self.name or self.iban or self.bban or self.masked_pan or self.resource_id
 
+    @property
+    def company(self) -> str:
+        """The company a corporate account belongs to (its connection's agreement, named by the bank); empty for
+        a private account. Two companies' accounts may carry the same name ("Driftskonto")."""
+        connection = self.connection
+        return connection.agreement_name if connection.is_corporate else ""
+
 
 #: Labels of the balance types seen on this platform (facts.md section 2); another type is shown as sent.
 BALANCE_TYPE_LABELS = {

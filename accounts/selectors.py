@@ -11,6 +11,7 @@ from typing import Any
 
 from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum
 from django.utils import formats, timezone
+from django.utils.translation import gettext_lazy as _
 
 from accounts.models import (
     BALANCE_TYPE_LABELS,
@@ -108,13 +109,49 @@ def _live_accounts(user: Any) -> QuerySet[BankAccount]:
     )
 
 
+#: The overview's one balance per account, best first: what the bank calls available, else what it has booked
+#: (Berlin Group balance types; the account page lists every type the bank sent).
+HEADLINE_BALANCE_TYPES = ("interimAvailable", "expected", "closingBooked", "interimBooked", "openingBooked")
+HEADLINE_EXPLANATIONS = {
+    "interimAvailable": _("What the bank says you can use now."),
+    "expected": _("The booked balance with the payments on their way counted."),
+    "closingBooked": _("Booked at the end of the last day; payments on their way are not counted."),
+    "interimBooked": _("Booked so far today; payments on their way are not counted."),
+    "openingBooked": _("Booked at the start of the day; later payments are not counted."),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadlineBalance:
+    """The one balance the overview shows for an account, and in a few words which one it is."""
+
+    balance: BalanceSnapshot
+    explanation: str
+    others: int  # how many more balances the account page shows
+
+
+def headline_balance(*, balances: list[BalanceSnapshot], currency: str = "") -> HeadlineBalance | None:
+    """The balance the bank calls available (interimAvailable, expected) or else booked (closingBooked,
+    interimBooked, openingBooked), in the account's currency where the bank gave one in it; another type only
+    when the bank sent none of these. None without balances."""
+    if not balances:
+        return None
+    in_currency = [b for b in balances if b.currency == currency] or balances
+    rank = {balance_type: n for n, balance_type in enumerate(HEADLINE_BALANCE_TYPES)}
+    chosen = min(in_currency, key=lambda b: (rank.get(b.balance_type, len(rank)), b.balance_type))
+    explanation = HEADLINE_EXPLANATIONS.get(chosen.balance_type, _("As the bank reported it."))
+    return HeadlineBalance(balance=chosen, explanation=str(explanation), others=len(balances) - 1)
+
+
 def accounts_overview_with_budgets(*, user: Any, now: datetime | None = None) -> list[BankAccount]:
     """The accounts overview (``accounts_overview``) with each account's unattended-refresh budget on
-    ``account.refresh_budget``: four queries, whatever the number of accounts."""
+    ``account.refresh_budget`` and its one headline balance on ``account.headline`` (``headline_balance``):
+    four queries, whatever the number of accounts."""
     accounts = list(accounts_overview(user=user))
     budgets = refresh_budgets(account_ids=[a.pk for a in accounts], now=now)
     for account in accounts:
         account.refresh_budget = budgets.get(account.pk)
+        account.headline = headline_balance(balances=account.latest_balances, currency=account.currency)
     return accounts
 
 

@@ -61,6 +61,7 @@ def account_detail(request, pk):
         "account": account,
         "form": form,
         "query": query.urlencode(),
+        "filters_active": any(value.strip() for value in query.values()),
         "budget": selectors.refresh_budgets(account_ids=[account.pk]).get(account.pk),
         "history": selectors.balance_history(account=account),
         "balances": selectors.latest_balances(account=account),

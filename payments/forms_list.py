@@ -21,6 +21,7 @@ class PaymentListFilterForm(forms.Form):
             (StatusGroup.IN_PROGRESS, _("In progress")),
             (StatusGroup.COMPLETED, _("Completed")),
             (StatusGroup.NOT_COMPLETED, _("Rejected or cancelled")),
+            (StatusGroup.DRAFT, _("Drafts, not sent")),
         ],
     )
     q = forms.CharField(label=_("Recipient"), required=False, max_length=70, strip=True)

@@ -216,14 +216,15 @@ def debtor_choices(*, user, currency: str | None = None) -> list[DebtorChoice]:
     choices = []
     for account in accounts:
         number = account.iban or account.bban
-        company = f" - {account.connection.agreement_name}" if account.connection.agreement_name else ""
+        # Two companies' accounts may both be "Driftskonto": the company stands right beside the name.
+        company = f" · {account.company}" if account.company else ""
         choices.append(
             DebtorChoice(
                 account_id=account.pk,
                 connection_id=account.connection_id,
                 context=account.connection.context,
                 key=str(account.pk),
-                label=f"{account.name or account.product or number} ({number}, {account.currency}){company}",
+                label=f"{account.name or account.product or number}{company} ({number}, {account.currency})",
                 currency=account.currency,
                 iban=account.iban,
                 bban="" if account.iban else account.bban,
@@ -419,6 +420,7 @@ class StatusGroup:
     NEEDS_ACTION = "needs_action"
     COMPLETED = "completed"
     NOT_COMPLETED = "failed"  # rejected, cancelled or refused
+    DRAFT = "draft"  # saved and reviewed, never sent
 
     @staticmethod
     def query(group: str) -> Q:
@@ -428,6 +430,7 @@ class StatusGroup:
             | Q(transaction_status="PATC"),
             StatusGroup.COMPLETED: Q(transaction_status__in=["ACSC", "ACCC"]),
             StatusGroup.NOT_COMPLETED: Q(transaction_status__in=["RJCT", "CANC"]) | Q(state="refused"),
+            StatusGroup.DRAFT: Q(state="draft"),
         }[group]
 
 
@@ -440,10 +443,14 @@ class ListFilters:
     currency: str = ""
 
 
-def payments_list(*, user: Any, filters: ListFilters) -> QuerySet[Payment]:
-    """The user's payments (and their company's awaiting their signature), newest first, filtered. Drafts
-    that were never sent are left out."""
-    payments = payments_visible_to(user).exclude(state="draft")
+def payments_list(*, user: Any, filters: ListFilters, drafts: bool = True) -> QuerySet[Payment]:
+    """The user's payments (and their company's awaiting their signature), newest first, filtered. The user's
+    own drafts (saved, never sent) are in it unless ``drafts`` is False (the CSV export lists sent payments)."""
+    payments = payments_visible_to(user)
+    if drafts:
+        payments = payments.exclude(Q(state="draft") & ~Q(user=user))
+    else:
+        payments = payments.exclude(state="draft")
     if filters.group:
         payments = payments.filter(StatusGroup.query(filters.group))
     if filters.text:

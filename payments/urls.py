@@ -10,6 +10,7 @@ initiation_patterns = [
     path("new/domestic/", views_initiation.payment_new_domestic, name="payment-new-domestic"),
     path("<int:pk>/review/", views_initiation.payment_review, name="payment-review"),
     path("<int:pk>/edit/", views_initiation.payment_edit, name="payment-edit"),
+    path("<int:pk>/delete/", views_initiation.payment_draft_delete, name="payment-draft-delete"),
     path("<int:pk>/approve/", views_initiation.payment_approve, name="payment-approve"),
     path("<int:pk>/reconcile/", views_initiation.payment_reconcile, name="payment-reconcile"),
 ]

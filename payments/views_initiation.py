@@ -179,6 +179,25 @@ def payment_edit(request, pk):
     )
 
 
+@sensitive_page
+@require_http_methods(["GET", "POST"])
+def payment_draft_delete(request, pk):
+    """Delete a draft (saved, never sent) after the user confirms it: the owner's only (another user's is a
+    404), drafts only (a payment that was sent is shown instead, with a message)."""
+    payment = payment_owned(user=request.user, pk=pk)
+    if request.method == "POST":
+        if initiation.payment_draft_delete(user=request.user, payment_id=payment.pk):
+            messages.success(request, _("The draft was deleted."))
+            return redirect("payment-list")
+        payment = Payment.objects.filter(pk=payment.pk).first()  # sent, or deleted, meanwhile
+        if payment is None:
+            return redirect("payment-list")
+    if payment.state != PaymentState.DRAFT or payment.submitted_at is not None:
+        messages.error(request, _("This payment was sent to the bank, so it cannot be deleted."))
+        return redirect(payment_page(payment))
+    return render(request, "payments/draft_delete.html", {"payment": payment})
+
+
 # --- review and submission -----------------------------------------------------------------------------------
 
 

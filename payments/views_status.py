@@ -260,7 +260,7 @@ def payment_list(request):
     form = PaymentListFilterForm(request.GET or None)
     valid = form.is_valid() if form.is_bound else True
     filters = form.filters() if form.is_bound and valid else selectors.ListFilters()
-    payments = selectors.payments_list(user=request.user, filters=filters).select_related("user")
+    payments = selectors.payments_list(user=request.user, filters=filters).select_related("user", "connection")
     page = Paginator(payments, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [(payment, status_text(payment.transaction_status, payment.funds_available)) for payment in page]
     query = request.GET.copy()
@@ -268,7 +268,14 @@ def payment_list(request):
     return render(
         request,
         "payments/list.html",
-        {"form": form, "page": page, "rows": rows, "query": query.urlencode(), "user_id": request.user.pk},
+        {
+            "form": form,
+            "page": page,
+            "rows": rows,
+            "query": query.urlencode(),
+            "filters_active": any(value.strip() for value in query.values()),
+            "user_id": request.user.pk,
+        },
     )
 
 
@@ -325,7 +332,7 @@ def payment_export(request):
             content_type="text/plain; charset=utf-8",
         )
     filters = form.filters() if form.is_bound else selectors.ListFilters()
-    payments = selectors.payments_list(user=request.user, filters=filters)
+    payments = selectors.payments_list(user=request.user, filters=filters, drafts=False)
     response = StreamingHttpResponse(csvsafe.stream(_csv_rows(payments)), content_type="text/csv; charset=utf-8")
     stamp = timezone.now().strftime("%Y%m%d-%H%M")
     response["Content-Disposition"] = f'attachment; filename="payments-{stamp}.csv"'

@@ -247,6 +247,21 @@ def payment_draft_create(
     return payment
 
 
+def payment_draft_delete(*, user, payment_id: int) -> bool:
+    """Delete the user's draft ``payment_id`` (reviewed, never sent): True when it was deleted, False when it is
+    not a draft of this user (another user's, gone, or sent meanwhile). A payment that was sent, or is being
+    sent, is never deleted: the delete is conditional on the state DRAFT, the same row a submit must first claim
+    (DRAFT -> SUBMITTING), so of a delete and a submit of one draft only one wins."""
+    with transaction.atomic():
+        _count, by_model = Payment.objects.filter(
+            pk=payment_id, user=user, state=PaymentState.DRAFT, payment_id="", submitted_at__isnull=True
+        ).delete()
+    deleted = by_model.get(Payment._meta.label, 0) == 1
+    if deleted:
+        logger.info("payment draft deleted", extra={"payment_id": payment_id})
+    return deleted
+
+
 # --- submission ----------------------------------------------------------------------------------------------
 
 

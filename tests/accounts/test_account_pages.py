@@ -127,13 +127,86 @@ def test_overview_shows_balances_refresh_times_next_refresh_and_calls_left(alice
 
     row = re.search(rf'data-account="{account.pk}">(.*?)</tr>', html, re.S).group(1)
     assert f'href="/bank/accounts/{account.pk}/"' in row
-    assert "Available now" in row and "1,200.50 NOK" in row
-    assert "Booked, end of day" in row and "-75.25 NOK" in row
+    # One headline balance: the one the bank calls available, explained; the booked one is on the account page.
+    assert "Available now" in row and "1,200.50 NOK" in row and "What the bank says you can use now." in row
+    assert "Booked, end of day" not in row and "-75.25 NOK" not in row
+    detail = _html(alice_client.get(f"/bank/accounts/{account.pk}/"))
+    assert "1,200.50 NOK" in detail and "-75.25 NOK" in detail
     assert _shown(account.balances_refreshed_at) in row
     assert _shown(account.transactions_refreshed_at) in row
     assert re.search(rf'class="refresh-next">{re.escape(_shown(account.next_refresh_at))}<', row)
     assert re.search(r'class="refresh-remaining">\s*2 of 4\s*<', row)
     assert "Paused by the bank" not in row
+
+
+@pytest.mark.parametrize(
+    ("sent", "shown", "words"),
+    [
+        (["closingBooked", "expected", "interimBooked"], "expected", "payments on their way counted"),
+        (["openingBooked", "closingBooked", "interimBooked"], "closingBooked", "Booked at the end of the last"),
+        (["interimBooked", "openingBooked"], "interimBooked", "Booked so far today"),
+        (["forwardAvailable"], "forwardAvailable", "As the bank reported it."),
+    ],
+)
+def test_overview_headline_is_available_else_booked(alice_client, account, sent, shown, words):
+    now = timezone.now()
+    BankAccount.objects.filter(pk=account.pk).update(balances_refreshed_at=now)
+    for n, balance_type in enumerate(sent):
+        BalanceSnapshot.objects.create(
+            account=account, balance_type=balance_type, amount=Decimal(100 + n), currency="NOK", fetched_at=now
+        )
+
+    html = _html(alice_client.get("/bank/accounts/"))
+
+    cell = re.search(r'<td class="headline-balance">(.*?)</td>', html, re.S).group(1)
+    assert f"{100 + sent.index(shown)}.00 NOK" in cell and words in cell
+    assert len(re.findall(r"\d\.00 NOK", cell)) == 1
+
+
+def test_a_headline_in_the_accounts_currency_wins(account):
+    from accounts.selectors import headline_balance
+
+    balances = [
+        BalanceSnapshot(balance_type="interimAvailable", amount=Decimal(1), currency="EUR"),
+        BalanceSnapshot(balance_type="closingBooked", amount=Decimal(2), currency="NOK"),
+    ]
+    assert headline_balance(balances=balances, currency="NOK").balance.currency == "NOK"
+    assert headline_balance(balances=balances, currency="SEK").balance.balance_type == "interimAvailable"
+    assert headline_balance(balances=[], currency="NOK") is None
+
+
+def test_corporate_accounts_are_labelled_with_their_company(alice_client, alice):
+    accounts = [
+        BankAccountFactory(
+            connection=BankConnectionFactory(user=alice, context="CORPORATE", agreement_name=company),
+            name="Driftskonto",
+        )
+        for company in ("Fjellbygg Entreprenør AS", "Havbruk Nord AS")
+    ]
+    private = BankAccountFactory(
+        connection=BankConnectionFactory(user=alice, agreement_name="Alice - privat"), name="Brukskonto"
+    )
+
+    html = _html(alice_client.get("/bank/accounts/"))
+
+    for account, company in zip(accounts, ("Fjellbygg Entreprenør AS", "Havbruk Nord AS"), strict=True):
+        row = re.search(rf'data-account="{account.pk}">(.*?)</tr>', html, re.S).group(1)
+        assert f'Driftskonto</a> <span class="account-company">{company}</span>' in row
+        title = re.search(r"<h1[^>]*>(.*?)</h1>", _html(alice_client.get(f"/bank/accounts/{account.pk}/")), re.S)
+        assert f'Driftskonto <span class="account-company">{company}</span>' in title.group(1)
+    row = re.search(rf'data-account="{private.pk}">(.*?)</tr>', html, re.S).group(1)
+    assert "account-company" not in row and "privat" not in row
+
+
+def test_the_transaction_filters_are_folded_unless_one_is_active(alice_client, account):
+    fold = re.compile(r'<details class="filters" data-fold( open data-fold-open)?>')
+    url = f"/bank/accounts/{account.pk}/"
+
+    assert fold.search(_html(alice_client.get(url))).group(1) is None
+    assert fold.search(_html(alice_client.get(url, {"q": ""}))).group(1) is None
+    assert fold.search(_html(alice_client.get(url, {"q": "REMA"}))).group(1) == " open data-fold-open"
+    bad = alice_client.get(url, {"date_from": "2026-02-02", "date_to": "2026-02-01"}).content.decode()
+    assert fold.search(bad).group(1) == " open data-fold-open"  # the error shows next to its field
 
 
 def test_overview_shows_a_429_block_with_its_end(alice_client, account):

@@ -73,8 +73,9 @@ def test_private_connection_after_signing_up(page, product):
     rows = page.locator("tr.account-row")
     assert rows.count() == 2
     for index in range(2):
-        balances = rows.nth(index).locator("dl.balances").inner_text()
-        assert re.search(r"\d[\d,  ]*\.\d\d NOK", balances), balances  # read when the bank sent us back
+        balance = rows.nth(index).locator("td.headline-balance").inner_text()  # one headline balance, explained
+        assert re.search(r"\d[\d,  ]*\.\d\d NOK", balance), balance  # read when the bank sent us back
+        assert "Available now" in balance or "Booked" in balance, balance
     axe_check(page)
     shot(page, "private-connection-5-accounts")
     assert len(_accounts_of(product, email)) == 2

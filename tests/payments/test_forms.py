@@ -445,3 +445,22 @@ def test_format_amount_never_rounds():
 def test_the_message_leaves_room_for_the_portals_reference():
     assert typed(remittance_information="R" * 129).is_valid()
     assert not typed(remittance_information="R" * 130).is_valid()
+
+
+def test_the_accounts_to_pay_from_name_the_company_of_a_corporate_account(alice):
+    """Two companies' accounts both called "Driftskonto" are told apart by the company beside the name; a
+    private account carries no agreement name ("Alice - privat" is the bank's name of her private agreement)."""
+    from payments.selectors import debtor_choices
+    from tests.bank_factories import BankAccountFactory, BankConnectionFactory
+
+    for company in ("Fjellbygg Entreprenør AS", "Havbruk Nord AS"):
+        connection = BankConnectionFactory(user=alice, context="CORPORATE", agreement_name=company)
+        BankAccountFactory(connection=connection, name="Driftskonto", iban="", bban="1503" + str(len(company)))
+    private = BankConnectionFactory(user=alice, agreement_name="Alice - privat")
+    BankAccountFactory(connection=private, name="Brukskonto", iban="", bban="12345678903", currency="NOK")
+
+    labels = sorted(choice.label for choice in debtor_choices(user=alice))
+
+    assert labels[0].startswith("Brukskonto (12345678903") and "privat" not in labels[0]
+    assert labels[1].startswith("Driftskonto · Fjellbygg Entreprenør AS (")
+    assert labels[2].startswith("Driftskonto · Havbruk Nord AS (")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -12,6 +13,7 @@ from django.urls import reverse
 
 from payments.models import PaymentState
 from payments.views_status import CSV_HEADER, PAGE_SIZE
+from tests.bank_factories import BankConnectionFactory
 from tests.payments.payment_factories import PaymentFactory
 
 
@@ -28,13 +30,79 @@ def test_the_list_shows_only_my_payments_newest_first(alice_client, alice, bob):
     old = PaymentFactory(user=alice, creditor_name="Old GmbH", created_at=datetime(2026, 1, 5, 9, tzinfo=UTC))
     new = PaymentFactory(user=alice, creditor_name="New AB", created_at=datetime(2026, 2, 5, 9, tzinfo=UTC))
     PaymentFactory(user=bob, creditor_name="Bobs Creditor")
-    PaymentFactory(user=alice, creditor_name="Never Sent", state=PaymentState.DRAFT, payment_id="")
+    PaymentFactory(
+        user=bob, creditor_name="Bobs Draft", state=PaymentState.DRAFT, payment_id="", submitted_at=None
+    )
 
     page = alice_client.get(reverse("payment-list")).content.decode()
 
-    assert "Bobs Creditor" not in page and "Never Sent" not in page
+    assert "Bobs Creditor" not in page and "Bobs Draft" not in page
     assert page.index("New AB") < page.index("Old GmbH")
     assert f'href="/payments/{new.pk}/"' in page and f'href="/payments/{old.pk}/"' in page
+
+
+def _draft(user, **fields):
+    return PaymentFactory(
+        user=user, state=PaymentState.DRAFT, payment_id="", transaction_status="", submitted_at=None, **fields
+    )
+
+
+def _row(page: str, payment) -> str:
+    match = re.search(rf'<tr class="payment-row[^"]*" data-payment="{payment.pk}">(.*?)</tr>', page, re.S)
+    assert match, f"payment {payment.pk} is not listed"
+    return match.group(1)
+
+
+def test_drafts_are_listed_as_drafts_with_continue_and_delete(alice_client, alice):
+    draft = _draft(alice, creditor_name="Never Sent")
+    sent = PaymentFactory(user=alice, creditor_name="Sent AS")
+
+    page = alice_client.get(reverse("payment-list")).content.decode()
+
+    row = _row(page, draft)
+    assert "Never Sent" in row and "Draft, not sent" in row
+    assert f'href="{reverse("payment-review", args=[draft.pk])}"' in row
+    assert f'href="{reverse("payment-draft-delete", args=[draft.pk])}"' in row
+    sent_row = _row(page, sent)
+    assert "Draft, not sent" not in sent_row and "/delete/" not in sent_row
+    drafts_only = alice_client.get(reverse("payment-list"), {"group": "draft"}).content.decode()
+    assert "Never Sent" in drafts_only and "Sent AS" not in drafts_only
+    in_progress = alice_client.get(reverse("payment-list"), {"group": "in_progress"}).content.decode()
+    assert "Never Sent" not in in_progress and "Sent AS" in in_progress
+
+
+def test_the_export_lists_sent_payments_only(alice_client, alice):
+    _draft(alice, creditor_name="Never Sent")
+    PaymentFactory(user=alice, creditor_name="Sent AS")
+
+    rows = _csv(alice_client.get(reverse("payment-export")))
+
+    assert [row["creditor_name"] for row in rows] == ["Sent AS"]
+
+
+def test_the_filters_are_folded_unless_one_is_active(alice_client, alice):
+    PaymentFactory(user=alice)
+
+    plain = alice_client.get(reverse("payment-list")).content.decode()
+    paged = alice_client.get(reverse("payment-list"), {"page": "1", "q": ""}).content.decode()
+    filtered = alice_client.get(reverse("payment-list"), {"q": "GmbH"}).content.decode()
+
+    fold = re.compile(r'<details class="filters" data-fold( open data-fold-open)?>')
+    assert fold.search(plain).group(1) is None
+    assert fold.search(paged).group(1) is None  # a page number and an empty field filter nothing
+    assert fold.search(filtered).group(1) == " open data-fold-open"
+
+
+def test_a_corporate_payment_names_the_company_that_pays(alice_client, alice):
+    company = BankConnectionFactory(user=alice, context="CORPORATE", agreement_name="Havbruk Nord AS")
+    private = BankConnectionFactory(user=alice, agreement_name="Alice - privat")
+    corporate = PaymentFactory(user=alice, context="CORPORATE", connection=company)
+    own = PaymentFactory(user=alice, connection=private)
+
+    page = alice_client.get(reverse("payment-list")).content.decode()
+
+    assert "Paid by Havbruk Nord AS" in _row(page, corporate)
+    assert "Paid by" not in _row(page, own) and "privat" not in _row(page, own)
 
 
 def test_anonymous_is_sent_to_sign_in(client):
