@@ -9,6 +9,7 @@ from django.utils.translation import gettext_lazy as _
 
 from connections.crypto import EncryptedTextField
 from payments.validators import validate_currency
+from tpp_portal.money import amount_plain
 
 
 class ExchangeRateSource(models.TextChoices):
@@ -235,7 +236,8 @@ class Payment(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"Payment #{self.pk} {self.amount} {self.currency} to {self.creditor_name}"
+        amount = amount_plain(self.amount, self.currency) if self.amount is not None else "-"
+        return f"Payment #{self.pk} {amount} to {self.creditor_name}"
 
     @property
     def is_final(self) -> bool:
