@@ -23,6 +23,7 @@ from django.core.exceptions import ValidationError
 from django.utils import formats
 from django.utils.translation import get_language, to_locale
 from django.utils.translation import gettext_lazy as _
+from iso4217 import Currency
 from stdnum.exceptions import ValidationError as StdnumValidationError
 from stdnum.no import fodselsnummer, kontonr
 
@@ -72,15 +73,36 @@ def _babel_locale() -> Locale:
         return Locale("en")
 
 
-def currency_choices() -> list[tuple[str, str]]:
-    """The bank's currencies, "EUR - Euro", in the active language, NOK first then by code."""
+#: The currencies people here pay in most, offered first in this order; the rest follow by code.
+FIRST_CURRENCIES: tuple[str, ...] = (NOK, "EUR", "USD", "SEK", "DKK", "GBP")
+
+
+def is_current_iso_currency(code: str) -> bool:
+    """Whether ISO 4217 lists ``code`` today (the iso4217 package's table). The bank's list also holds withdrawn
+    codes (HRK, BGN, VEF ...) and local issues that ISO never listed (GGP, JEP, IMP, TVD, SPL)."""
+    try:
+        Currency(code)
+    except ValueError:
+        return False
+    return True
+
+
+def currency_choices() -> list:
+    """The bank's currencies, "EUR - Euro" in the active language, grouped for a <select>: the most used first
+    (FIRST_CURRENCIES), then the other current ISO 4217 codes by code, then, last, the withdrawn and unofficial
+    codes the bank still accepts (kept so that nobody who needs one is refused, but not offered first-class)."""
     locale = _babel_locale()
-    codes = [NOK, *sorted(code for code in CURRENCIES if code != NOK)]
-    choices = []
-    for code in codes:
+
+    def choice(code: str) -> tuple[str, str]:
         name = get_currency_name(code, locale=locale)
-        choices.append((code, code if name == code else f"{code} - {name}"))
-    return choices
+        return code, code if name == code else f"{code} - {name}"
+
+    rest = sorted(code for code in CURRENCIES if code not in FIRST_CURRENCIES)
+    return [
+        (_("Most used"), [choice(code) for code in FIRST_CURRENCIES]),
+        (_("Other currencies"), [choice(code) for code in rest if is_current_iso_currency(code)]),
+        (_("Withdrawn or unofficial codes"), [choice(code) for code in rest if not is_current_iso_currency(code)]),
+    ]
 
 
 def country_choices() -> list[tuple[str, str]]:
