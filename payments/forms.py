@@ -37,7 +37,7 @@ from payments.instructions import (
     initiation_body,
     initiation_body_json,
 )
-from payments.selectors import ReportingRequirement
+from payments.selectors import ReportingBasis, ReportingRequirement, regulatory_threshold_nok, reporting_bases
 from payments.spec import (
     COUNTRIES,
     CURRENCIES,
@@ -261,6 +261,7 @@ class CrossBorderPaymentForm(forms.Form):
     regulatory_reporting_code = forms.ChoiceField(
         label=_("Payment type code (for the tax authority)"),
         required=False,
+        # Replaced in __init__ by the chosen currency's: from which amount, at which rate (_reporting_help).
         help_text=_("Required for payments of 100 000 NOK or more, or the equivalent in another currency."),
     )
     regulatory_reporting_information = _text(
@@ -313,6 +314,32 @@ class CrossBorderPaymentForm(forms.Form):
         # The account to pay from comes first on the page.
         self.fields = {"debtor_account": debtor, **self.fields}
         self.order_fields(["debtor_account", "debtor_account_currency"])
+        if self.shows_reporting:
+            self.reporting_help = self._reporting_help()
+
+    #: Whether the form asks for regulatory reporting, and so says from which amount (the domestic one does not).
+    shows_reporting = True
+    #: currency -> the payment type code's help text for a payment in it (the page's script switches them).
+    reporting_help: dict[str, str] = {}
+
+    def _reporting_help(self) -> dict[str, str]:
+        """Per currency with a usable rate (and NOK): from which amount reporting is asked, at which rate (figure,
+        date, source, age) and with which margin; under "*" the text of every currency without one, its code as
+        ``{currency}``. The help text of the payment type code is the chosen currency's."""
+        from payments.reporting_text import basis_help  # the texts need the models
+
+        bases = reporting_bases(on_date=self.today, currencies=CURRENCIES)
+        threshold = regulatory_threshold_nok()
+        texts = {
+            currency: basis_help(basis, threshold=threshold)
+            for currency, basis in bases.items()
+            if basis.from_amount is not None
+        }
+        texts["*"] = basis_help(ReportingBasis("{currency}", None, None, None, None), threshold=threshold)
+        chosen = (self.data.get(self.add_prefix("currency")) if self.is_bound else None) or NOK
+        if chosen in bases:
+            self.fields["regulatory_reporting_code"].help_text = basis_help(bases[chosen], threshold=threshold)
+        return texts
 
     # --- single fields ------------------------------------------------------------------------------------
     def clean_debtor_account(self) -> AccountReference | str:
@@ -460,6 +487,8 @@ class DomesticPaymentForm(CrossBorderPaymentForm):
 
     The bank needs neither a BIC nor regulatory reporting for it; the account paid from is a NOK account.
     """
+
+    shows_reporting = False
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)

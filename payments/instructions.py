@@ -21,7 +21,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from payments import validators as v
-from payments.selectors import ReportingReason, ReportingRequirement, regulatory_reporting_requirement
+from payments.selectors import ReportingRequirement, regulatory_reporting_requirement
 from tpp_portal.money import minor_units
 
 
@@ -243,30 +243,10 @@ def cross_field_errors(
     return errors, decision
 
 
-def _nok(value: Decimal) -> str:
-    return f"{value:,.0f}".replace(",", " ")
-
-
 def _reporting_error(decision: ReportingRequirement, code: str) -> ValidationError:
-    params = {"threshold": _nok(decision.threshold_nok)}
-    if decision.reason in (ReportingReason.NO_RATE, ReportingReason.STALE_RATE):
-        message = _(
-            "Payments abroad of %(threshold)s NOK or more must be reported to the tax authority. We have no "
-            "recent exchange rate for this currency to tell, so please give the payment type and its purpose."
-        )
-    elif decision.reason == ReportingReason.EQUIVALENT_NEAR_OR_ABOVE and decision.equivalent is not None:
-        message = _(
-            "Payments abroad of %(threshold)s NOK or more must be reported to the tax authority. This amount "
-            "is about %(nok)s NOK, and the bank converts at its own rate, so please give the payment type and "
-            "its purpose."
-        )
-        params["nok"] = _nok(decision.equivalent.amount_nok)
-    else:
-        message = _(
-            "Payments abroad of %(threshold)s NOK or more must be reported to the tax authority: please give "
-            "the payment type and its purpose."
-        )
-    return ValidationError(message, code=code, params=params)
+    from payments.reporting_text import reporting_error_text  # the texts need the models; this module does not
+
+    return ValidationError(reporting_error_text(decision), code=code)
 
 
 def validate_instruction(instruction: PaymentInstruction, *, today: date | None = None) -> ReportingRequirement:

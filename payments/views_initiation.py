@@ -33,6 +33,7 @@ from payments.forms import (
     PaymentSubmitForm,
 )
 from payments.models import Payment, PaymentProduct, PaymentState
+from payments.reporting_text import rate_phrase
 from payments.selectors import payment_for_viewer, payment_owned
 from payments.services import authorisation, initiation, polling
 from payments.spec import NOK
@@ -84,7 +85,7 @@ def _draft_from_form(request, product: str, form, choices, *, replaces=None, all
         connection = selectors.payment_connection_for_typed_account(user=request.user)
         context = PsuContextChoice.PRIVATE
     requirement = getattr(form, "reporting_requirement", None)
-    equivalent = requirement.equivalent.amount_nok if requirement and requirement.equivalent else None
+    equivalent = requirement.equivalent if requirement else None
     return initiation.payment_draft_create(
         user=request.user,
         product=product,
@@ -92,7 +93,7 @@ def _draft_from_form(request, product: str, form, choices, *, replaces=None, all
         connection=connection,
         instruction=form.instruction(),
         form_data={key: value for key, value in form.data.items() if key in form.fields},
-        nok_equivalent=equivalent,
+        exchange_rate=equivalent,
         allow_logical_duplicate=allow_duplicate,
         replaces=replaces,
     )
@@ -195,8 +196,23 @@ def _review(request, payment: Payment, form: PaymentSubmitForm, *, status: int =
             "domestic": payment.product == PaymentProduct.DOMESTIC,
             "funds": funds,
             "funds_unread": funds_unread,
+            "nok_rate": _nok_rate(payment),
         },
         status=status,
+    )
+
+
+def _nok_rate(payment: Payment) -> str:
+    """The rate the NOK equivalent was reckoned at, as the form used it: "1 EUR = 11.50 NOK, Norges Bank's rate
+    of 20 Nov 2026"; empty for a NOK payment (or a draft made before rates were kept with it)."""
+    if payment.nok_rate is None or payment.nok_rate_unit is None or payment.nok_rate_date is None:
+        return ""
+    return rate_phrase(
+        rate=payment.nok_rate,
+        unit=payment.nok_rate_unit,
+        currency=payment.currency,
+        rate_date=payment.nok_rate_date,
+        source=payment.nok_rate_source,
     )
 
 
