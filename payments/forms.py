@@ -477,6 +477,7 @@ DOMESTIC_FIELDS = (
     "amount",
     "creditor_name",
     "creditor_account",
+    "kid",
     "remittance_information",
     "requested_execution_date",
 )
@@ -492,6 +493,17 @@ class DomesticPaymentForm(CrossBorderPaymentForm):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["kid"] = forms.CharField(
+            label=_("KID (customer reference)"),
+            required=False,
+            help_text=_(
+                "The KID number on the invoice, if it has one: 2 to 25 digits. The recipient uses it to recognise "
+                "your payment."
+            ),
+            widget=forms.TextInput(
+                attrs={"inputmode": "numeric", "maxlength": 40, "autocomplete": "off", "spellcheck": "false"}
+            ),
+        )
         self.fields = {name: self.fields[name] for name in DOMESTIC_FIELDS}
         self.fields["amount"].label = _("Amount (NOK)")
         self.fields["creditor_account"].label = _("Recipient's account number")
@@ -516,6 +528,10 @@ class DomesticPaymentForm(CrossBorderPaymentForm):
                 ) from None
         self._creditor_account_kind = kind
         return compact
+
+    def clean_kid(self) -> str:
+        value = self.cleaned_data["kid"]
+        return v.normalise_kid(value) if value.strip() else ""
 
     def clean(self) -> dict:
         data = forms.Form.clean(self)
@@ -553,6 +569,7 @@ class DomesticPaymentForm(CrossBorderPaymentForm):
             creditor_account=creditor,
             remittance_information=data["remittance_information"],
             requested_execution_date=data["requested_execution_date"],
+            kid=data["kid"],
         )
 
 

@@ -80,6 +80,7 @@ class PaymentInstruction:
     requested_execution_date: date | None = None
     regulatory_reporting_code: str = ""
     regulatory_reporting_information: str = ""
+    kid: str = ""  # the customer reference of a Norwegian invoice (domestic payments), compact
 
 
 # The portal's payment reference: "FP" and 8 characters of Crockford's base32 (no I, L, O or U to misread).
@@ -131,6 +132,8 @@ def initiation_body(instruction: PaymentInstruction) -> dict:
     body["debtorAccount"] = instruction.debtor_account.as_json()
     if instruction.remittance_information:
         body["remittanceInformationUnstructured"] = instruction.remittance_information
+    if instruction.kid:  # as the bank's own transactions carry it (spec 2.x remarks; docs/bank-interface.md)
+        body["remittanceInformationStructuredArray"] = [{"reference": instruction.kid, "referenceType": "KID"}]
     if instruction.purpose_code:
         body["purposeCode"] = instruction.purpose_code
     if instruction.requested_execution_date is not None:
@@ -169,6 +172,8 @@ BANK_PATH_TO_FIELD: dict[str, str] = {
     "debtorAccount.bban": "debtor_account",
     "debtorAccount.currency": "debtor_account",
     "remittanceInformationUnstructured": "remittance_information",
+    "remittanceInformationStructuredArray": "kid",
+    "remittanceInformationStructuredArray[0].reference": "kid",
     "purposeCode": "purpose_code",
     "requestedExecutionDate": "requested_execution_date",
     "regulatoryReportingCode": "regulatory_reporting_code",
@@ -293,6 +298,8 @@ def validate_instruction(instruction: PaymentInstruction, *, today: date | None 
         check("creditor_city", v.validate_text, address.city, max_length=v.Limits.CITY_MAX)
     if instruction.remittance_information:
         check("remittance_information", v.validate_remittance_information, instruction.remittance_information)
+    if instruction.kid:
+        check("kid", _require_canonical, v.normalise_kid, instruction.kid)
     if instruction.purpose_code:
         check("purpose_code", v.validate_purpose_code, instruction.purpose_code)
     if instruction.requested_execution_date is not None:

@@ -250,6 +250,14 @@ def _instruction_view(payment: Payment) -> dict:
         "debtor_account": debtor.get("iban") or debtor.get("bban", ""),
         "debtor_currency": debtor.get("currency", ""),
         "remittance": body.get("remittanceInformationUnstructured", ""),
+        "kid": next(
+            (
+                entry.get("reference", "")
+                for entry in body.get("remittanceInformationStructuredArray") or []
+                if isinstance(entry, dict) and entry.get("referenceType") == "KID"
+            ),
+            "",
+        ),
         "purpose_code": body.get("purposeCode", ""),
         "execution_date": body.get("requestedExecutionDate", ""),
         "regulatory_code": body.get("regulatoryReportingCode", ""),

@@ -292,6 +292,15 @@ def _bank_messages(error: Xs2aError) -> list[dict[str, Any]]:
     return [{"category": m.category, "code": m.code, "path": m.path, "text": m.text} for m in error.tpp_messages]
 
 
+# The bank's KID errors in the user's words (its own texts are English and name the JSON field).
+_KID_TEXTS = {
+    "KID_MISSING": gettext_lazy(
+        "The recipient asks for a KID with every payment: enter the KID from the invoice."
+    ),
+    "KID_INVALID": gettext_lazy("The bank did not accept this KID: check it against the invoice."),
+}
+
+
 def bank_errors_by_field(tpp_messages: list[dict[str, Any]]) -> tuple[dict[str, list[str]], list[str]]:
     """The bank's ERROR texts by the form field their ``path`` names, and those naming no form field."""
     by_field: dict[str, list[str]] = {}
@@ -299,8 +308,15 @@ def bank_errors_by_field(tpp_messages: list[dict[str, Any]]) -> tuple[dict[str, 
     for message in tpp_messages or []:
         if str(message.get("category", "ERROR")).upper() != "ERROR":
             continue
-        text = message.get("text") or message.get("code") or _("The bank refused the payment.")
+        text = (
+            _KID_TEXTS.get(str(message.get("code")))
+            or message.get("text")
+            or message.get("code")
+            or _("The bank refused the payment.")
+        )
         target = BANK_PATH_TO_FIELD.get(message.get("path") or "")
+        if target is None and str(message.get("path") or "").startswith("remittanceInformationStructured"):
+            target = "kid"
         if target is None and message.get("path") == "X-PSU-IDENTITY":
             target = "national_identity_number"
         if target:
