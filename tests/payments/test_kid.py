@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from decimal import Decimal
 from html import unescape
 
 import pytest
 from django.core.exceptions import ValidationError
 
+from accounts.models import BankAccount
 from payments.forms import DomesticPaymentForm
 from payments.instructions import AccountReference, PaymentInstruction, validate_instruction
-from payments.models import Payment
+from payments.models import Payment, PaymentState
 from payments.services.initiation import bank_errors_by_field
+from tests.live_bank import live_bank, live_bank_server, portal_connect  # noqa: F401 - the fixtures
 from tests.payments.conftest import TODAY
+from users.security import REAUTHENTICATED_KEY
 
 MOD10_KID = "20261145"  # Luhn
 MOD11_KID = "12345678903"  # weights 2-7 from the right
@@ -148,3 +152,41 @@ def test_the_form_shows_the_kid_error_next_to_the_field(alice_client):
     assert response.status_code == 200 and not Payment.objects.exists()
     assert re.search(r'id="id_kid_error"[^>]*>This KID is not valid', html)
     assert 'value="20261146"' in html  # nothing typed is lost
+
+
+@pytest.mark.live_bank
+def test_the_sandbox_bank_receives_the_kid(live_bank, alice_client, alice):  # noqa: F811
+    portal_connect(alice_client)
+    account = BankAccount.objects.get(connection__user=alice, name="Brukskonto")
+    data = {
+        "debtor_account": str(account.pk),
+        "amount": "1249",
+        "creditor_name": "Fjordkraft AS",
+        "creditor_account": BILLER,
+    }
+
+    def send(form_data, url="/payments/new/domestic/"):
+        drafted = alice_client.post(url, form_data)
+        assert drafted.status_code == 302, drafted.context["form"].errors
+        payment = Payment.objects.get(pk=int(drafted["Location"].strip("/").split("/")[1]))
+        sent = alice_client.post(
+            f"/payments/{payment.pk}/review/", {"idempotency_key": str(payment.idempotency_key)}
+        )
+        payment.refresh_from_db()
+        return payment, sent
+
+    # Without the KID the biller's payment is refused by the bank (KID_MISSING): the form says so at the field.
+    refused, sent = send(data)
+    assert refused.state == PaymentState.REFUSED, refused.tpp_messages
+    assert refused.tpp_messages[0]["code"] == "KID_MISSING", refused.tpp_messages
+    assert sent["Location"] == f"/payments/{refused.pk}/edit/"
+    edit = alice_client.get(sent["Location"])
+    assert "The recipient asks for a KID" in " ".join(str(e) for e in edit.context["form"].errors["kid"])
+
+    # With it, the bank accepts the payment: it received the KID. (The password was typed just now again.)
+    session = alice_client.session
+    session[REAUTHENTICATED_KEY] = datetime.now(UTC).isoformat()
+    session.save()
+    accepted, sent = send({**data, "kid": MOD10_KID}, url=f"/payments/{refused.pk}/edit/")
+    assert accepted.state == PaymentState.AUTHORISING and accepted.payment_id, accepted.tpp_messages
+    assert sent.status_code == 302 and sent["Location"].startswith(live_bank)
