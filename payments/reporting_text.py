@@ -48,6 +48,20 @@ def rate_phrase(*, rate: Decimal, unit: int, currency: str, rate_date: date, sou
     }
 
 
+def payment_rate_phrase(payment) -> str:
+    """The rate a payment's NOK equivalent was reckoned at, as the form used it: "1 EUR = 11.50 NOK, Norges Bank's
+    rate of 20 Nov 2026"; empty for a NOK payment (or a draft made before rates were kept with it)."""
+    if payment.nok_rate is None or payment.nok_rate_unit is None or payment.nok_rate_date is None:
+        return ""
+    return rate_phrase(
+        rate=payment.nok_rate,
+        unit=payment.nok_rate_unit,
+        currency=payment.currency,
+        rate_date=payment.nok_rate_date,
+        source=payment.nok_rate_source,
+    )
+
+
 def _thousands(value: Decimal) -> str:
     """Whole units, thousands apart by a space in both languages: ``100 000`` (as the tax authority writes it)."""
     return f"{value.quantize(Decimal(1), rounding=ROUND_HALF_UP):,.0f}".replace(",", " ")

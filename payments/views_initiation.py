@@ -33,7 +33,7 @@ from payments.forms import (
     PaymentSubmitForm,
 )
 from payments.models import Payment, PaymentProduct, PaymentState
-from payments.reporting_text import rate_phrase
+from payments.reporting_text import payment_rate_phrase
 from payments.selectors import payment_for_viewer, payment_owned
 from payments.services import authorisation, initiation, polling
 from payments.spec import NOK
@@ -196,23 +196,9 @@ def _review(request, payment: Payment, form: PaymentSubmitForm, *, status: int =
             "domestic": payment.product == PaymentProduct.DOMESTIC,
             "funds": funds,
             "funds_unread": funds_unread,
-            "nok_rate": _nok_rate(payment),
+            "nok_rate": payment_rate_phrase(payment),
         },
         status=status,
-    )
-
-
-def _nok_rate(payment: Payment) -> str:
-    """The rate the NOK equivalent was reckoned at, as the form used it: "1 EUR = 11.50 NOK, Norges Bank's rate
-    of 20 Nov 2026"; empty for a NOK payment (or a draft made before rates were kept with it)."""
-    if payment.nok_rate is None or payment.nok_rate_unit is None or payment.nok_rate_date is None:
-        return ""
-    return rate_phrase(
-        rate=payment.nok_rate,
-        unit=payment.nok_rate_unit,
-        currency=payment.currency,
-        rate_date=payment.nok_rate_date,
-        source=payment.nok_rate_source,
     )
 
 

@@ -67,6 +67,9 @@ def test_ten_euros_with_an_old_rate_go_to_the_review_without_reporting(alice_cli
     assert "regulatoryReportingCode" not in json.loads(payment.body_json)
     page = text_of(alice_client.get(f"/payments/{payment.pk}/review/").content.decode())
     assert f"About, in NOK 115.00 NOK at 1 EUR = 11.50 NOK, Norges Bank's rate of {date_format(RATE_DAY)}" in page
+    Payment.objects.filter(pk=payment.pk).update(state=PaymentState.AWAITING_STATUS)  # sent: its own page
+    detail = text_of(alice_client.get(f"/payments/{payment.pk}/").content.decode())
+    assert f"About in NOK 115.00 NOK at 1 EUR = 11.50 NOK, Norges Bank's rate of {date_format(RATE_DAY)}" in detail
 
 
 def test_near_the_threshold_the_form_asks_and_says_which_rate_and_margin(alice_client, eur_eight_days_old):
