@@ -84,3 +84,49 @@ def test_form_and_review_fit_and_say_which_rate(
     assert _overflow(page) <= 0, "the review page scrolls sideways"
     page.screenshot(path=artifacts_dir / f"payment-review-layout-review-{width}.png", full_page=True)
     assert problems == []
+
+
+def test_in_norwegian_on_a_phone(browser, live_server, artifacts_dir, django_user_model):
+    """The same journey in bokmål at 390 px: the texts of the rate and margin, the review's rate line."""
+    ExchangeRate.objects.create(
+        currency="EUR",
+        rate="11.50",
+        unit=1,
+        rate_date=oslo_today() - timedelta(days=8),
+        source=ExchangeRateSource.NORGES_BANK,
+    )
+    email = "leser@example.com"
+    django_user_model.objects.create_user(email, email, PASSWORD)
+    context = browser.new_context(locale="nb-NO", viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    problems = portal_problems(page, live_server.url)
+    try:
+        page.goto(f"{live_server.url}/auth/sign-in/")
+        page.fill("input[name=login]", email)
+        page.fill("input[name=password]", PASSWORD)
+        page.locator("form button[type=submit]").last.click()
+        page.wait_for_load_state()
+        page.goto(f"{live_server.url}/payments/new/")
+        page.select_option("[name=currency]", "EUR")
+        text = page.locator("#id_regulatory_reporting_code_helptext").inner_text()
+        assert text.startswith("Kreves fra 7 914 EUR, omtrent 91 000 NOK. Vi bruker 1 EUR = 11,5"), text
+        assert "8 dager gammel" in text
+        for name, value in {
+            "debtor_account": "NO9386011117947",
+            "amount": "10",
+            "creditor_name": LONG_NAME,
+            "creditor_account": "DE89370400440532013000",
+            "creditor_city": "Berlin",
+        }.items():
+            page.fill(f"[name={name}]", value)
+        page.select_option("[name=creditor_country]", "DE")
+        page.locator("form button[type=submit]", has_text="betalingen").click()
+        page.wait_for_selector("details.payment-body", timeout=TIMEOUT)
+        page.locator("details.payment-body summary").click()
+        main = page.locator("main").inner_text()
+        assert "Norges Banks kurs fra" in main and "Berlin, Tyskland" in main, main
+        assert _overflow(page) <= 0
+        page.screenshot(path=artifacts_dir / "payment-review-layout-review-390-nb.png", full_page=True)
+        assert problems == []
+    finally:
+        context.close()
