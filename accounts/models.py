@@ -13,6 +13,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
+from tpp_portal.money import amount_plain
+
 
 class AccountKind(models.TextChoices):
     ACCOUNT = "account", _("Account")  # /v1/accounts
@@ -116,7 +118,7 @@ class BalanceSnapshot(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.balance_type} {self.amount} {self.currency}"
+        return f"{self.balance_type} {amount_plain(self.amount, self.currency)}"
 
     @property
     def amount_as_sent(self) -> Decimal:
@@ -190,7 +192,7 @@ class Transaction(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.booking_date or self.value_date or '-'} {self.amount} {self.currency}"
+        return f"{self.booking_date or self.value_date or '-'} {amount_plain(self.amount, self.currency)}"
 
 
 #: How long the bank's details of a transaction are shown without asking the bank again.

@@ -52,3 +52,23 @@ def norwegian_iban(bban: str) -> str:
 def kid(reference: str) -> str:
     """A KID (customer reference on Norwegian invoices) with its MOD10 (Luhn) check digit."""
     return reference + luhn.calc_check_digit(reference)
+
+
+def kid_mod11_check(reference: str) -> str:
+    """The MOD11 check character of a KID: weights 2, 3, 4, 5, 6, 7 from the right, repeating; "-" for 10."""
+    total = sum(int(digit) * (2 + position % 6) for position, digit in enumerate(reversed(reference)))
+    remainder = (11 - total % 11) % 11
+    return "-" if remainder == 10 else str(remainder)
+
+
+def kid_is_valid(value: str) -> bool:
+    """A KID is 2 to 25 characters, digits but for a MOD11 "-" at the end, its last one a MOD10 (Luhn) or MOD11
+    check character (the issuer's agreement with its bank says which; a bank accepts either)."""
+    if not 2 <= len(value) <= 25 or not value[:-1].isdigit() or not value[:-1].isascii():
+        return False
+    body, check = value[:-1], value[-1]
+    if check == "-":
+        return kid_mod11_check(body) == "-"
+    if not (check.isdigit() and check.isascii()):
+        return False
+    return luhn.calc_check_digit(body) == check or kid_mod11_check(body) == check

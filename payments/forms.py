@@ -23,6 +23,7 @@ from django.core.exceptions import ValidationError
 from django.utils import formats
 from django.utils.translation import get_language, to_locale
 from django.utils.translation import gettext_lazy as _
+from iso4217 import Currency
 from stdnum.exceptions import ValidationError as StdnumValidationError
 from stdnum.no import fodselsnummer, kontonr
 
@@ -36,7 +37,7 @@ from payments.instructions import (
     initiation_body,
     initiation_body_json,
 )
-from payments.selectors import ReportingRequirement
+from payments.selectors import ReportingBasis, ReportingRequirement, regulatory_threshold_nok, reporting_bases
 from payments.spec import (
     COUNTRIES,
     CURRENCIES,
@@ -72,15 +73,36 @@ def _babel_locale() -> Locale:
         return Locale("en")
 
 
-def currency_choices() -> list[tuple[str, str]]:
-    """The bank's currencies, "EUR - Euro", in the active language, NOK first then by code."""
+#: The currencies people here pay in most, offered first in this order; the rest follow by code.
+FIRST_CURRENCIES: tuple[str, ...] = (NOK, "EUR", "USD", "SEK", "DKK", "GBP")
+
+
+def is_current_iso_currency(code: str) -> bool:
+    """Whether ISO 4217 lists ``code`` today (the iso4217 package's table). The bank's list also holds withdrawn
+    codes (HRK, BGN, VEF ...) and local issues that ISO never listed (GGP, JEP, IMP, TVD, SPL)."""
+    try:
+        Currency(code)
+    except ValueError:
+        return False
+    return True
+
+
+def currency_choices() -> list:
+    """The bank's currencies, "EUR - Euro" in the active language, grouped for a <select>: the most used first
+    (FIRST_CURRENCIES), then the other current ISO 4217 codes by code, then, last, the withdrawn and unofficial
+    codes the bank still accepts (kept so that nobody who needs one is refused, but not offered first-class)."""
     locale = _babel_locale()
-    codes = [NOK, *sorted(code for code in CURRENCIES if code != NOK)]
-    choices = []
-    for code in codes:
+
+    def choice(code: str) -> tuple[str, str]:
         name = get_currency_name(code, locale=locale)
-        choices.append((code, code if name == code else f"{code} - {name}"))
-    return choices
+        return code, code if name == code else f"{code} - {name}"
+
+    rest = sorted(code for code in CURRENCIES if code not in FIRST_CURRENCIES)
+    return [
+        (_("Most used"), [choice(code) for code in FIRST_CURRENCIES]),
+        (_("Other currencies"), [choice(code) for code in rest if is_current_iso_currency(code)]),
+        (_("Withdrawn or unofficial codes"), [choice(code) for code in rest if not is_current_iso_currency(code)]),
+    ]
 
 
 def country_choices() -> list[tuple[str, str]]:
@@ -240,6 +262,7 @@ class CrossBorderPaymentForm(forms.Form):
     regulatory_reporting_code = forms.ChoiceField(
         label=_("Payment type code (for the tax authority)"),
         required=False,
+        # Replaced in __init__ by the chosen currency's: from which amount, at which rate (_reporting_help).
         help_text=_("Required for payments of 100 000 NOK or more, or the equivalent in another currency."),
     )
     regulatory_reporting_information = _text(
@@ -292,6 +315,32 @@ class CrossBorderPaymentForm(forms.Form):
         # The account to pay from comes first on the page.
         self.fields = {"debtor_account": debtor, **self.fields}
         self.order_fields(["debtor_account", "debtor_account_currency"])
+        if self.shows_reporting:
+            self.reporting_help = self._reporting_help()
+
+    #: Whether the form asks for regulatory reporting, and so says from which amount (the domestic one does not).
+    shows_reporting = True
+    #: currency -> the payment type code's help text for a payment in it (the page's script switches them).
+    reporting_help: dict[str, str] = {}
+
+    def _reporting_help(self) -> dict[str, str]:
+        """Per currency with a usable rate (and NOK): from which amount reporting is asked, at which rate (figure,
+        date, source, age) and with which margin; under "*" the text of every currency without one, its code as
+        ``{currency}``. The help text of the payment type code is the chosen currency's."""
+        from payments.reporting_text import basis_help  # the texts need the models
+
+        bases = reporting_bases(on_date=self.today, currencies=CURRENCIES)
+        threshold = regulatory_threshold_nok()
+        texts = {
+            currency: basis_help(basis, threshold=threshold)
+            for currency, basis in bases.items()
+            if basis.from_amount is not None
+        }
+        texts["*"] = basis_help(ReportingBasis("{currency}", None, None, None, None), threshold=threshold)
+        chosen = (self.data.get(self.add_prefix("currency")) if self.is_bound else None) or NOK
+        if chosen in bases:
+            self.fields["regulatory_reporting_code"].help_text = basis_help(bases[chosen], threshold=threshold)
+        return texts
 
     # --- single fields ------------------------------------------------------------------------------------
     def clean_debtor_account(self) -> AccountReference | str:
@@ -429,6 +478,7 @@ DOMESTIC_FIELDS = (
     "amount",
     "creditor_name",
     "creditor_account",
+    "kid",
     "remittance_information",
     "requested_execution_date",
 )
@@ -440,8 +490,21 @@ class DomesticPaymentForm(CrossBorderPaymentForm):
     The bank needs neither a BIC nor regulatory reporting for it; the account paid from is a NOK account.
     """
 
+    shows_reporting = False
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["kid"] = forms.CharField(
+            label=_("KID (customer reference)"),
+            required=False,
+            help_text=_(
+                "The KID number on the invoice, if it has one: 2 to 25 digits. The recipient uses it to recognise "
+                "your payment."
+            ),
+            widget=forms.TextInput(
+                attrs={"inputmode": "numeric", "maxlength": 40, "autocomplete": "off", "spellcheck": "false"}
+            ),
+        )
         self.fields = {name: self.fields[name] for name in DOMESTIC_FIELDS}
         self.fields["amount"].label = _("Amount (NOK)")
         self.fields["creditor_account"].label = _("Recipient's account number")
@@ -466,6 +529,10 @@ class DomesticPaymentForm(CrossBorderPaymentForm):
                 ) from None
         self._creditor_account_kind = kind
         return compact
+
+    def clean_kid(self) -> str:
+        value = self.cleaned_data["kid"]
+        return v.normalise_kid(value) if value.strip() else ""
 
     def clean(self) -> dict:
         data = forms.Form.clean(self)
@@ -503,6 +570,7 @@ class DomesticPaymentForm(CrossBorderPaymentForm):
             creditor_account=creditor,
             remittance_information=data["remittance_information"],
             requested_execution_date=data["requested_execution_date"],
+            kid=data["kid"],
         )
 
 

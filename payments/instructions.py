@@ -21,7 +21,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
 from payments import validators as v
-from payments.selectors import ReportingReason, ReportingRequirement, regulatory_reporting_requirement
+from payments.selectors import ReportingRequirement, regulatory_reporting_requirement
 from tpp_portal.money import minor_units
 
 
@@ -80,6 +80,7 @@ class PaymentInstruction:
     requested_execution_date: date | None = None
     regulatory_reporting_code: str = ""
     regulatory_reporting_information: str = ""
+    kid: str = ""  # the customer reference of a Norwegian invoice (domestic payments), compact
 
 
 # The portal's payment reference: "FP" and 8 characters of Crockford's base32 (no I, L, O or U to misread).
@@ -131,6 +132,8 @@ def initiation_body(instruction: PaymentInstruction) -> dict:
     body["debtorAccount"] = instruction.debtor_account.as_json()
     if instruction.remittance_information:
         body["remittanceInformationUnstructured"] = instruction.remittance_information
+    if instruction.kid:  # as the bank's own transactions carry it (spec 2.x remarks; docs/bank-interface.md)
+        body["remittanceInformationStructuredArray"] = [{"reference": instruction.kid, "referenceType": "KID"}]
     if instruction.purpose_code:
         body["purposeCode"] = instruction.purpose_code
     if instruction.requested_execution_date is not None:
@@ -169,6 +172,8 @@ BANK_PATH_TO_FIELD: dict[str, str] = {
     "debtorAccount.bban": "debtor_account",
     "debtorAccount.currency": "debtor_account",
     "remittanceInformationUnstructured": "remittance_information",
+    "remittanceInformationStructuredArray": "kid",
+    "remittanceInformationStructuredArray[0].reference": "kid",
     "purposeCode": "purpose_code",
     "requestedExecutionDate": "requested_execution_date",
     "regulatoryReportingCode": "regulatory_reporting_code",
@@ -249,30 +254,10 @@ def cross_field_errors(
     return errors, decision
 
 
-def _nok(value: Decimal) -> str:
-    return f"{value:,.0f}".replace(",", " ")
-
-
 def _reporting_error(decision: ReportingRequirement, code: str) -> ValidationError:
-    params = {"threshold": _nok(decision.threshold_nok)}
-    if decision.reason in (ReportingReason.NO_RATE, ReportingReason.STALE_RATE):
-        message = _(
-            "Payments abroad of %(threshold)s NOK or more must be reported to the tax authority. We have no "
-            "recent exchange rate for this currency to tell, so please give the payment type and its purpose."
-        )
-    elif decision.reason == ReportingReason.EQUIVALENT_NEAR_OR_ABOVE and decision.equivalent is not None:
-        message = _(
-            "Payments abroad of %(threshold)s NOK or more must be reported to the tax authority. This amount "
-            "is about %(nok)s NOK, and the bank converts at its own rate, so please give the payment type and "
-            "its purpose."
-        )
-        params["nok"] = _nok(decision.equivalent.amount_nok)
-    else:
-        message = _(
-            "Payments abroad of %(threshold)s NOK or more must be reported to the tax authority: please give "
-            "the payment type and its purpose."
-        )
-    return ValidationError(message, code=code, params=params)
+    from payments.reporting_text import reporting_error_text  # the texts need the models; this module does not
+
+    return ValidationError(reporting_error_text(decision), code=code)
 
 
 def validate_instruction(instruction: PaymentInstruction, *, today: date | None = None) -> ReportingRequirement:
@@ -319,6 +304,8 @@ def validate_instruction(instruction: PaymentInstruction, *, today: date | None 
         check("creditor_city", v.validate_text, address.city, max_length=v.Limits.CITY_MAX)
     if instruction.remittance_information:
         check("remittance_information", v.validate_remittance_information, instruction.remittance_information)
+    if instruction.kid:
+        check("kid", _require_canonical, v.normalise_kid, instruction.kid)
     if instruction.purpose_code:
         check("purpose_code", v.validate_purpose_code, instruction.purpose_code)
     if instruction.requested_execution_date is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -9,6 +11,7 @@ from django.utils.translation import gettext_lazy as _
 
 from connections.crypto import EncryptedTextField
 from payments.validators import validate_currency
+from tpp_portal.money import amount_plain
 
 
 class ExchangeRateSource(models.TextChoices):
@@ -179,6 +182,13 @@ class Payment(models.Model):
     nok_equivalent = models.DecimalField(
         "NOK equivalent", max_digits=23, decimal_places=5, null=True, blank=True, help_text="At review time."
     )
+    # The exchange rate the NOK equivalent was reckoned at (payments.selectors.nok_equivalent), shown with it.
+    nok_rate = models.DecimalField("exchange rate (NOK)", max_digits=18, decimal_places=6, null=True, blank=True)
+    nok_rate_unit = models.PositiveIntegerField("exchange rate per units", null=True, blank=True)
+    nok_rate_date = models.DateField("exchange rate date", null=True, blank=True)
+    nok_rate_source = models.CharField(
+        "exchange rate source", max_length=16, blank=True, choices=ExchangeRateSource.choices
+    )
 
     # The bank's answers.
     payment_id = models.CharField("paymentId", max_length=200, blank=True, db_index=True)
@@ -235,7 +245,17 @@ class Payment(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"Payment #{self.pk} {self.amount} {self.currency} to {self.creditor_name}"
+        amount = amount_plain(self.amount, self.currency) if self.amount is not None else "-"
+        return f"Payment #{self.pk} {amount} to {self.creditor_name}"
+
+    @property
+    def creditor_address(self) -> dict | None:
+        """The creditorAddress of the body as sent (spec 2.4), or None."""
+        try:
+            address = json.loads(self.body_json or "{}").get("creditorAddress")
+        except (ValueError, AttributeError):
+            return None
+        return address if isinstance(address, dict) else None
 
     @property
     def is_final(self) -> bool:

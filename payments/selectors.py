@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from typing import Any
 
 from django.conf import settings
@@ -66,8 +66,8 @@ class NokEquivalent:
 def exchange_rate_latest(*, currency: str, on_date: date, published_only: bool = False) -> ExchangeRate | None:
     """The latest rate of ``currency`` dated on or before ``on_date`` (ties: staff, Norges Bank, seed).
 
-    ``published_only`` leaves out the seed rows: they are plausible figures shipped with the portal for display
-    before the first fetch, not Norges Bank's published rates, and must not decide anything.
+    ``published_only`` leaves out the seed rows: they are plausible figures shipped with the portal before the
+    first fetch, not Norges Bank's published rates (the threshold uses them with a larger margin).
     """
     rates = ExchangeRate.objects.filter(currency=currency, rate_date__lte=on_date)
     if published_only:
@@ -81,7 +81,7 @@ def nok_equivalent(
     """``amount`` of ``currency`` in NOK at the latest rate on or before ``on_date``.
 
     Raises ExchangeRateUnavailable when there is no such rate. NOK converts to itself without a lookup. The
-    result may come from a seed rate (``source`` says so; show it as an estimate) unless ``published_only``.
+    result may come from a seed rate (``source`` says so: show it as an estimate) unless ``published_only``.
     """
     if isinstance(amount, float):
         raise TypeError("amounts are never floats")
@@ -113,9 +113,9 @@ class ReportingReason(enum.StrEnum):
     NOK_BELOW_THRESHOLD = "nok-below-threshold"
     EQUIVALENT_NEAR_OR_ABOVE = "equivalent-near-or-above"  # NOK equivalent within the margin or above
     EQUIVALENT_BELOW = "equivalent-below"
-    # cannot tell (no rate, or only a seed rate): ask, the bank would refuse a payment that needed them
-    NO_RATE = "no-rate"
-    STALE_RATE = "stale-rate"  # the newest rate is too old to trust near the threshold
+    # cannot tell: ask, the bank would refuse a payment that needed them
+    NO_RATE = "no-rate"  # no rate of the currency at all
+    STALE_RATE = "stale-rate"  # the newest rate is older than EXCHANGE_RATE_MAX_AGE_DAYS
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,8 @@ class ReportingRequirement:
     threshold_nok: Decimal
     applied_threshold_nok: Decimal  # the threshold after the margin
     equivalent: NokEquivalent | None
+    margin: Decimal = Decimal(0)  # the fraction of the threshold left as margin (0.09 is 9 %)
+    rate_age_days: int | None = None  # how old the rate used is, in days, on the payment's date
 
 
 def regulatory_threshold_nok() -> Decimal:
@@ -132,18 +134,34 @@ def regulatory_threshold_nok() -> Decimal:
 
 
 def regulatory_margin() -> Decimal:
+    """The margin for a published rate of the payment's own date."""
     return settings.REGULATORY_MARGIN
+
+
+def regulatory_margin_for(*, rate_date: date, source: str, on_date: date) -> Decimal | None:
+    """The margin below the threshold for a rate of ``rate_date`` from ``source``, used on ``on_date``; None when
+    the rate is too old to use at all (EXCHANGE_RATE_MAX_AGE_DAYS). The numbers are settings, explained there."""
+    age = max((on_date - rate_date).days, 0)
+    if age > settings.EXCHANGE_RATE_MAX_AGE_DAYS:
+        return None
+    margin = settings.REGULATORY_MARGIN + settings.REGULATORY_MARGIN_PER_DAY * age
+    if source == ExchangeRateSource.SEED:
+        margin += settings.REGULATORY_MARGIN_SEED
+    return min(margin, settings.REGULATORY_MARGIN_MAX)
+
+
+def _applied_threshold(threshold: Decimal, margin: Decimal) -> Decimal:
+    return (threshold * (Decimal(1) - margin)).quantize(Decimal("0.01"))
 
 
 def regulatory_reporting_requirement(*, amount: Decimal, currency: str, on_date: date) -> ReportingRequirement:
     """Whether the regulatory code and information must be given for this payment.
 
-    NOK: from exactly the threshold (100 000). Other currencies: from the threshold less the margin
-    (95 000 NOK equivalent with the default 5 %), at the latest rate on or before ``on_date``; when there is
-    no rate, or it is older than EXCHANGE_RATE_MAX_AGE_DAYS, we cannot tell, and require them. Seed rates
-    (ExchangeRateSource.SEED: shipped with the portal, not Norges Bank's published figures) never decide: with
-    only a seed rate the answer is NO_RATE, and ``equivalent`` then carries the seed estimate for display, its
-    ``source`` saying "seed".
+    NOK: from exactly the threshold (100 000). Other currencies: at the newest published rate (staff's or
+    Norges Bank's) on or before ``on_date``, else the seed's estimate shipped with the portal, from the
+    threshold less a margin that grows with the rate's age (``regulatory_margin_for``: 5 % for a rate of the
+    day, 9 % for one 8 days old ...). Without a rate, or with one older than EXCHANGE_RATE_MAX_AGE_DAYS, we
+    cannot tell, and require them whatever the amount.
     """
     threshold = regulatory_threshold_nok()
     if currency == NOK:
@@ -156,19 +174,27 @@ def regulatory_reporting_requirement(*, amount: Decimal, currency: str, on_date:
             applied_threshold_nok=threshold,
             equivalent=equivalent,
         )
-    applied = (threshold * (Decimal(1) - regulatory_margin())).quantize(Decimal("0.01"))
     try:
         equivalent = nok_equivalent(amount, currency, on_date=on_date, published_only=True)
+        assert equivalent.rate_date is not None
+        if (
+            regulatory_margin_for(rate_date=equivalent.rate_date, source=equivalent.source, on_date=on_date)
+            is None
+        ):
+            raise ExchangeRateUnavailable(currency, on_date)  # too old: a younger seed estimate may still do
     except ExchangeRateUnavailable:
         try:
-            estimate = nok_equivalent(amount, currency, on_date=on_date)  # a seed rate, for display only
+            equivalent = nok_equivalent(amount, currency, on_date=on_date)
         except ExchangeRateUnavailable:
-            estimate = None
-        return ReportingRequirement(True, ReportingReason.NO_RATE, threshold, applied, estimate)
-    max_age = settings.EXCHANGE_RATE_MAX_AGE_DAYS
+            return ReportingRequirement(True, ReportingReason.NO_RATE, threshold, threshold, None)
     assert equivalent.rate_date is not None
-    if on_date - equivalent.rate_date > timedelta(days=max_age):
-        return ReportingRequirement(True, ReportingReason.STALE_RATE, threshold, applied, equivalent)
+    age = max((on_date - equivalent.rate_date).days, 0)
+    margin = regulatory_margin_for(rate_date=equivalent.rate_date, source=equivalent.source, on_date=on_date)
+    if margin is None:
+        return ReportingRequirement(
+            True, ReportingReason.STALE_RATE, threshold, threshold, equivalent, rate_age_days=age
+        )
+    applied = _applied_threshold(threshold, margin)
     reached = equivalent.amount_nok >= applied
     return ReportingRequirement(
         required=reached,
@@ -176,7 +202,57 @@ def regulatory_reporting_requirement(*, amount: Decimal, currency: str, on_date:
         threshold_nok=threshold,
         applied_threshold_nok=applied,
         equivalent=equivalent,
+        margin=margin,
+        rate_age_days=age,
     )
+
+
+@dataclass(frozen=True)
+class ReportingBasis:
+    """What the form tells about a currency before anything is typed: the rate it would use, its date and age,
+    the margin, and the amount in that currency from which reporting is asked (None: always asked, no usable
+    rate; for NOK the threshold itself)."""
+
+    currency: str
+    rate: ExchangeRate | None
+    age_days: int | None
+    margin: Decimal | None
+    from_amount: Decimal | None
+
+
+def reporting_bases(*, on_date: date, currencies: list[str] | tuple[str, ...]) -> dict[str, ReportingBasis]:
+    """The ReportingBasis of each of ``currencies`` on ``on_date``, in one query (the newest rate of each that
+    is young enough to use; ties as in exchange_rate_latest)."""
+    threshold = regulatory_threshold_nok()
+    oldest = on_date - timedelta(days=settings.EXCHANGE_RATE_MAX_AGE_DAYS)
+    newest: dict[str, ExchangeRate] = {}
+    rows = (
+        ExchangeRate.objects.filter(currency__in=currencies, rate_date__lte=on_date, rate_date__gte=oldest)
+        .annotate(source_priority=_SOURCE_PRIORITY)
+        .order_by("currency", "-rate_date", "source_priority")
+    )
+    for row in rows:  # a published rate of the period before a seed estimate, as regulatory_reporting_requirement
+        current = newest.get(row.currency)
+        if current is None or (
+            current.source == ExchangeRateSource.SEED and row.source != ExchangeRateSource.SEED
+        ):
+            newest[row.currency] = row
+    bases = {}
+    for currency in currencies:
+        if currency == NOK:
+            bases[currency] = ReportingBasis(NOK, None, None, Decimal(0), threshold)
+            continue
+        rate = newest.get(currency)
+        if rate is None:
+            bases[currency] = ReportingBasis(currency, None, None, None, None)
+            continue
+        margin = regulatory_margin_for(rate_date=rate.rate_date, source=rate.source, on_date=on_date)
+        assert margin is not None  # younger than the limit: the query says so
+        applied = _applied_threshold(threshold, margin)
+        # The smallest amount whose equivalent reaches the applied threshold, to whole units of the currency.
+        from_amount = (applied * rate.unit / rate.rate).quantize(Decimal(1), rounding=ROUND_CEILING)
+        bases[currency] = ReportingBasis(currency, rate, (on_date - rate.rate_date).days, margin, from_amount)
+    return bases
 
 
 # --- the accounts a payment can be made from (the payment form) -------------------------------------

@@ -29,6 +29,7 @@ from schwifty.exceptions import (
     InvalidStructure,
     SchwiftyException,
 )
+from stdnum import luhn
 
 from payments.spec import COUNTRY_SET, CURRENCY_SET, Limits, PurposeCode, RegulatoryReportingCode
 from tpp_portal.money import minor_units
@@ -363,6 +364,39 @@ def _significant_digits(amount: Decimal) -> tuple[int, int]:
 
 # --- dates -------------------------------------------------------------------------------------------------
 OSLO = ZoneInfo("Europe/Oslo")
+
+
+# --- KID (kundeidentifikasjon): the customer reference of a Norwegian invoice ---------------------------------
+
+KID_MIN, KID_MAX = 2, 25
+_KID_FORM = re.compile(r"[0-9]{1,24}[0-9-]", re.ASCII)
+
+
+def _kid_mod11(body: str) -> str:
+    """The MOD11 check character: weights 2, 3, 4, 5, 6, 7 from the right, repeating; "-" when it would be 10."""
+    total = sum(int(digit) * (2 + position % 6) for position, digit in enumerate(reversed(body)))
+    remainder = (11 - total % 11) % 11
+    return "-" if remainder == 10 else str(remainder)
+
+
+def normalise_kid(value: str) -> str:
+    """A KID as typed ("2026 1145") -> its compact form ("20261145"), or ValidationError.
+
+    2 to 25 digits, the last a check digit by MOD10 (Luhn, stdnum.luhn) or MOD11 (a "-" when MOD11 gives 10):
+    the invoice's issuer agreed one of them with its bank, and a bank accepts either.
+    """
+    compact = "".join(value.split())
+    if not (KID_MIN <= len(compact) <= KID_MAX and _KID_FORM.fullmatch(compact)):
+        raise ValidationError(
+            _("A KID has 2 to 25 digits. Copy it from the invoice, without letters."), code="kid_format"
+        )
+    body, check = compact[:-1], compact[-1]
+    if check != _kid_mod11(body) and (check == "-" or luhn.calc_check_digit(body) != check):
+        raise ValidationError(
+            _("This KID is not valid: its last digit does not match the others. Check it against the invoice."),
+            code="kid_check_digit",
+        )
+    return compact
 
 
 def oslo_today() -> date:

@@ -33,6 +33,7 @@ from payments.forms import (
     PaymentSubmitForm,
 )
 from payments.models import Payment, PaymentProduct, PaymentState
+from payments.reporting_text import payment_rate_phrase
 from payments.selectors import payment_for_viewer, payment_owned
 from payments.services import authorisation, initiation, polling
 from payments.spec import NOK
@@ -84,7 +85,7 @@ def _draft_from_form(request, product: str, form, choices, *, replaces=None, all
         connection = selectors.payment_connection_for_typed_account(user=request.user)
         context = PsuContextChoice.PRIVATE
     requirement = getattr(form, "reporting_requirement", None)
-    equivalent = requirement.equivalent.amount_nok if requirement and requirement.equivalent else None
+    equivalent = requirement.equivalent if requirement else None
     return initiation.payment_draft_create(
         user=request.user,
         product=product,
@@ -92,7 +93,7 @@ def _draft_from_form(request, product: str, form, choices, *, replaces=None, all
         connection=connection,
         instruction=form.instruction(),
         form_data={key: value for key, value in form.data.items() if key in form.fields},
-        nok_equivalent=equivalent,
+        exchange_rate=equivalent,
         allow_logical_duplicate=allow_duplicate,
         replaces=replaces,
     )
@@ -214,6 +215,7 @@ def _review(request, payment: Payment, form: PaymentSubmitForm, *, status: int =
             "domestic": payment.product == PaymentProduct.DOMESTIC,
             "funds": funds,
             "funds_unread": funds_unread,
+            "nok_rate": payment_rate_phrase(payment),
         },
         status=status,
     )
@@ -253,6 +255,14 @@ def _instruction_view(payment: Payment) -> dict:
         "debtor_account": debtor.get("iban") or debtor.get("bban", ""),
         "debtor_currency": debtor.get("currency", ""),
         "remittance": body.get("remittanceInformationUnstructured", ""),
+        "kid": next(
+            (
+                entry.get("reference", "")
+                for entry in body.get("remittanceInformationStructuredArray") or []
+                if isinstance(entry, dict) and entry.get("referenceType") == "KID"
+            ),
+            "",
+        ),
         "purpose_code": body.get("purposeCode", ""),
         "execution_date": body.get("requestedExecutionDate", ""),
         "regulatory_code": body.get("regulatoryReportingCode", ""),

@@ -21,6 +21,7 @@ from connections.psu import psu_presence
 from payments import selectors
 from payments.forms_list import PaymentListFilterForm
 from payments.models import Payment, PaymentState
+from payments.reporting_text import payment_rate_phrase
 from payments.services import cancellation
 from payments.services.initiation import FOUND_MESSAGE, UNCONFIRMED_MESSAGE
 from payments.services.polling import payment_poll
@@ -87,6 +88,7 @@ def _context(request, payment: Payment) -> dict:
         and payment.state
         not in (PaymentState.DRAFT, PaymentState.REFUSED, PaymentState.UNCONFIRMED, PaymentState.FOUND),
         "page_url": request.build_absolute_uri(reverse("payment-detail", args=[payment.pk])),
+        "nok_rate": payment_rate_phrase(payment),
     }
 
 

@@ -44,6 +44,24 @@ def minor_units(currency: str) -> int:
     return exponent
 
 
+#: Between groups of three digits where the admin and the models' names show an amount: a space that never breaks.
+GROUP_SEPARATOR = "\u00a0"
+
+
+def amount_plain(amount: Decimal, currency: str, *, grouped: bool = True) -> str:
+    """``150000.00000`` NOK -> ``150 000.00 NOK`` (``grouped=False``: ``150000.00 NOK``); ``1500`` JPY ->
+    ``1 500 JPY``. The currency's minor units at least, more only when the amount has more non-zero digits:
+    never rounds. A point for decimals (the operators' pages are English); an unknown code gets 2 digits."""
+    try:
+        places = minor_units(currency)
+    except KeyError:
+        places = 2
+    exponent = amount.normalize().as_tuple().exponent if amount.is_finite() else 0
+    places = max(places, -exponent if isinstance(exponent, int) else 0)
+    text = f"{amount:,.{places}f}" if grouped else f"{amount:.{places}f}"
+    return f"{text.replace(',', GROUP_SEPARATOR)} {currency}".strip()
+
+
 def to_decimal(value: object) -> Decimal:
     if isinstance(value, float):
         raise TypeError("amounts are never floats")

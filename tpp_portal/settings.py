@@ -247,14 +247,25 @@ NORGES_BANK_RATES_URL = _http_url(
 NORGES_BANK_TIMEOUT = _positive("NORGES_BANK_TIMEOUT", env.float("NORGES_BANK_TIMEOUT", 20.0))
 # The bank's rule (spec 2.1 and 8): regulatory code and information are required from 100 000 NOK.
 REGULATORY_THRESHOLD_NOK = Decimal("100000")
-# Safety margin for amounts in other currencies: the bank converts at its own rate and time, which differ from the
-# published middle rate we use by its spread and by the day's movement. From 5 % below the threshold (95 000 NOK
-# equivalent) we ask for the reporting fields, so a payment is not refused by the bank for lacking them. A NOK
-# amount needs no conversion: the threshold is exact for it.
+# Safety margin for amounts in other currencies (payments.selectors.regulatory_margin_for): the bank converts at
+# its own rate and time, which differ from the published middle rate we use by its spread and by the movement since
+# the rate's date. A NOK amount needs no conversion: the threshold is exact for it. The margin is
+#   REGULATORY_MARGIN (spread and the day's movement, for a rate of today)
+#   + REGULATORY_MARGIN_PER_DAY for each calendar day the rate is older than the payment's date
+#   + REGULATORY_MARGIN_SEED when the rate is one of the seed's estimates (shipped with the portal, not published)
+#   at most REGULATORY_MARGIN_MAX,
+# and from the threshold less that margin we ask for the reporting fields, so that the bank does not refuse a
+# payment for lacking them. A rate of today: from 95 000 NOK; of 8 days ago: 9 %, from 91 000 NOK; the seed
+# 8 days old: 14 %, from 86 000 NOK; 20 days or more: 15 %, from 85 000 NOK. Only an amount that could really
+# reach 100 000 NOK is asked for reporting: 10 EUR never is, while there is a rate at all.
 REGULATORY_MARGIN = Decimal("0.05")
-# A rate older than this (on the date of the payment) is not trusted to decide: reporting is then required.
-# 7 days covers weekends and Easter, when Norges Bank publishes nothing.
-EXCHANGE_RATE_MAX_AGE_DAYS = 7
+REGULATORY_MARGIN_PER_DAY = Decimal("0.005")
+REGULATORY_MARGIN_SEED = Decimal("0.05")
+REGULATORY_MARGIN_MAX = Decimal("0.15")
+# A rate older than this (on the date of the payment) is not trusted at all: reporting is then required, whatever
+# the amount. 30 days: Norges Bank publishes every business day, so a month-old newest rate means the fetch is
+# broken, and a month's movement can exceed any margin for some currencies.
+EXCHANGE_RATE_MAX_AGE_DAYS = 30
 
 # --- the audit log of bank calls (tpp_portal.models.BankCall, pruned by tpp_portal.tasks.prune_bank_calls) ----
 BANK_CALL_RETENTION_DAYS = _at_least("BANK_CALL_RETENTION_DAYS", env.int("BANK_CALL_RETENTION_DAYS", 180), 1)

@@ -147,6 +147,14 @@ def _remittance(payment: Payment) -> list[str]:
     return [text] if text else []
 
 
+def _kid(payment: Payment) -> str:
+    """The KID the payment was sent with (validation.py keeps at most one), shown on its transactions."""
+    for entry in payment.submitted.get("remittanceInformationStructuredArray") or []:
+        if entry.get("referenceType") == "KID":
+            return entry.get("reference", "")
+    return ""
+
+
 def _sequence(account: Account, day: dt.date) -> int:
     return 2000 + Transaction.objects.filter(account=account, booking_date=day).count()
 
@@ -188,6 +196,7 @@ def _settle(payment: Payment, day: dt.date) -> None:
         counterparty_iban=payment.creditor_iban,
         counterparty_bban=payment.creditor_bban,
         remittance_lines=_remittance(payment) or [f"Betaling til {payment.creditor_name}"[:140]],
+        kid=_kid(payment),
         end_to_end_id=payment.payment_id[:35],
         bank_transaction_code="R_700",
         additional_information={"additionalInformationProprietary1": f"paymentId {payment.payment_id}"},
@@ -240,6 +249,7 @@ def _credit_if_ours(payment: Payment, day: dt.date) -> None:
         counterparty_iban=payment.debtor_account.iban,
         counterparty_bban=payment.debtor_account.bban,
         remittance_lines=_remittance(payment),
+        kid=_kid(payment),
         end_to_end_id=payment.payment_id[:35],
         bank_transaction_code="R_710",
         sequence=_sequence(creditor, day),

@@ -52,6 +52,9 @@ PURPOSE_CODES: frozenset[str] = frozenset(
 # spec 2.1 and facts.md section 7: the tax authority's codes for payment type
 REGULATORY_CODES: frozenset[str] = frozenset("14 26 29 31 35 38 41 43 45 51 52 53 71 79 81 82".split())
 REGULATORY_THRESHOLD_NOK = Decimal("100000")
+# Creditor accounts (Norwegian account numbers) of billers that collect by KID: a domestic payment to one of them
+# without a KID is 400 KID_MISSING (the sandbox's stand-in for the bank's register of KID agreements).
+KID_CREDITOR_ACCOUNTS: dict[str, str] = {"15030000002": "Fjordkraft AS (sandbox)"}
 
 # Contract precision of amounts (spec 2.2): 18 digits, of which at most 5 after the decimal point.
 PRECISION = 18

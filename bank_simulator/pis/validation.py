@@ -11,7 +11,12 @@ Where the specification is silent the simulator states its choice here:
 - an account reference needs an iban or a bban; when both are given both are checked;
 - the domestic product (norwegian-domestic-credit-transfers) pays NOK to a Norwegian account (an NO iban or an
   11-digit account number with its MOD11 check digit) and needs neither creditorAgent nor regulatory reporting;
-- buildingNumber, postalCode and city have no stated limit: at most 140 characters, like the other free texts.
+- buildingNumber, postalCode and city have no stated limit: at most 140 characters, like the other free texts;
+- a KID (the Norwegian customer reference of an invoice) is sent as the spec's transactions carry it:
+  ``remittanceInformationStructuredArray: [{"reference": "<KID>", "referenceType": "KID"}]``, on the domestic
+  product only; a KID that is not 2-25 digits with a valid MOD10 or MOD11 check digit is 400 KID_INVALID, and
+  a payment to a creditor account that collects by KID (tables.KID_CREDITOR_ACCOUNTS) without one is
+  400 KID_MISSING (spec: "KID errors | 400").
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from stdnum import iban as stdnum_iban
 from stdnum.no import kontonr
 
 from bank_simulator.errors import ApiError
+from bank_simulator.identifiers import kid_is_valid
 from bank_simulator.pis import tables
 
 _AMOUNT = re.compile(r"^(0|[1-9][0-9]*)(\.([0-9]+))?$")
@@ -180,6 +186,47 @@ def _account(check: _Checker, data: dict[str, Any], name: str) -> AccountRef | N
     return AccountRef(iban=iban or "", bban=bban or "", currency=currency or "")
 
 
+STRUCTURED = "remittanceInformationStructuredArray"
+_KID_FORM = re.compile(r"^[0-9]{1,24}[0-9-]$")
+
+
+def _kid(check: _Checker, body: dict[str, Any], *, product: str, creditor: AccountRef | None) -> str:
+    """The KID of the body (``remittanceInformationStructuredArray`` with referenceType KID), checked; ""."""
+    entries = body.get(STRUCTURED)
+    kid = ""
+    if entries is not None:
+        if not isinstance(entries, list) or not entries or not all(isinstance(e, dict) for e in entries):
+            check.fail(STRUCTURED, f"{STRUCTURED} must be a non-empty array of objects.")
+            return ""
+        for index, entry in enumerate(entries):
+            path = f"{STRUCTURED}[{index}].reference"
+            if entry.get("referenceType") != "KID":
+                check.fail(f"{STRUCTURED}[{index}].referenceType", "referenceType must be KID at this bank.")
+                continue
+            reference = entry.get("reference")
+            if product != tables.DOMESTIC:
+                check.fail(
+                    path, "A KID is a Norwegian reference: send it with the domestic product.", "KID_INVALID"
+                )
+            elif not isinstance(reference, str) or not _KID_FORM.match(reference) or len(reference) < 2:
+                check.fail(path, "A KID has 2 to 25 digits.", "KID_INVALID")
+            elif not kid_is_valid(reference):
+                check.fail(path, f"KID {reference} has a wrong check digit (MOD10 or MOD11).", "KID_INVALID")
+            elif kid:
+                check.fail(path, "Give one KID only.", "KID_INVALID")
+            else:
+                kid = reference
+    if product == tables.DOMESTIC and creditor is not None and entries is None:
+        account = creditor.bban or (creditor.iban[4:] if creditor.iban.startswith("NO") else "")
+        if account in tables.KID_CREDITOR_ACCOUNTS:
+            check.fail(
+                STRUCTURED,
+                f"{tables.KID_CREDITOR_ACCOUNTS[account]} collects by KID: give the KID of the invoice.",
+                "KID_MISSING",
+            )
+    return kid
+
+
 def latest_execution_date(today: dt.date) -> dt.date:
     """The same day a year later (28 February for 29 February): later execution dates are refused."""
     try:
@@ -246,6 +293,7 @@ def validate(body: Any, *, product: str, today: dt.date) -> PaymentOrder:
         max_length=FREE_TEXT_LIMIT,
         min_length=1,
     )
+    kid = _kid(check, body, product=product, creditor=creditor)
     purpose = check.string(body, "purposeCode", "purposeCode", required=False, max_length=4)
     if purpose is not None and purpose not in tables.PURPOSE_CODES:
         check.fail("purposeCode", f"purposeCode must be one of {' '.join(sorted(tables.PURPOSE_CODES))}.")
@@ -321,6 +369,8 @@ def validate(body: Any, *, product: str, today: dt.date) -> PaymentOrder:
     ):
         if body.get(name) is not None:
             submitted[name] = body[name]
+    if kid:
+        submitted[STRUCTURED] = [{"reference": kid, "referenceType": "KID"}]
     submitted["creditorAccount"] = creditor.as_json()
     submitted["debtorAccount"] = debtor.as_json()
     if address is not None:

@@ -59,6 +59,7 @@ from payments.models import (
     PaymentProduct,
     PaymentState,
 )
+from payments.selectors import NokEquivalent
 from payments.services.polling import poll_soon
 from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client
 from xs2a import models as bank_models
@@ -204,11 +205,15 @@ def payment_draft_create(
     instruction: PaymentInstruction,
     form_data: dict,
     nok_equivalent: Decimal | None = None,
+    exchange_rate: NokEquivalent | None = None,
     allow_logical_duplicate: bool = False,
     replaces: Payment | None = None,
 ) -> Payment:
     """A reviewed, unsent payment: its idempotency key, X-Request-ID and reference are made now; the body is
     frozen (the instruction, the reference first in its message to the recipient).
+
+    ``exchange_rate``: the conversion the form reckoned the NOK equivalent with; its rate, unit, date and source
+    are kept so that the review shows the same (``nok_equivalent`` defaults to its amount).
 
     ``replaces``: the draft this one was edited from; it is removed when still unsent (a submitted payment is
     never edited nor removed).
@@ -220,6 +225,16 @@ def payment_draft_create(
     creditor = instruction.creditor_account
     reference = new_reference()
     body_json = initiation_body_json(with_reference(instruction, reference))
+    rate_fields = {}
+    if exchange_rate is not None and nok_equivalent is None:
+        nok_equivalent = exchange_rate.amount_nok
+    if exchange_rate is not None and exchange_rate.rate_date is not None:  # NOK converts to itself: no rate
+        rate_fields = {
+            "nok_rate": exchange_rate.rate,
+            "nok_rate_unit": exchange_rate.unit,
+            "nok_rate_date": exchange_rate.rate_date,
+            "nok_rate_source": exchange_rate.source,
+        }
     with transaction.atomic():
         payment = Payment.objects.create(
             user=user,
@@ -240,6 +255,7 @@ def payment_draft_create(
             creditor_account=creditor.iban or creditor.bban,
             requested_execution_date=instruction.requested_execution_date,
             nok_equivalent=nok_equivalent,
+            **rate_fields,
         )
         PaymentEvent.objects.create(payment=payment, kind=PaymentEventKind.CREATED, actor=user)
         if replaces is not None:
@@ -291,6 +307,15 @@ def _bank_messages(error: Xs2aError) -> list[dict[str, Any]]:
     return [{"category": m.category, "code": m.code, "path": m.path, "text": m.text} for m in error.tpp_messages]
 
 
+# The bank's KID errors in the user's words (its own texts are English and name the JSON field).
+_KID_TEXTS = {
+    "KID_MISSING": gettext_lazy(
+        "The recipient asks for a KID with every payment: enter the KID from the invoice."
+    ),
+    "KID_INVALID": gettext_lazy("The bank did not accept this KID: check it against the invoice."),
+}
+
+
 def bank_errors_by_field(tpp_messages: list[dict[str, Any]]) -> tuple[dict[str, list[str]], list[str]]:
     """The bank's ERROR texts by the form field their ``path`` names, and those naming no form field."""
     by_field: dict[str, list[str]] = {}
@@ -298,8 +323,15 @@ def bank_errors_by_field(tpp_messages: list[dict[str, Any]]) -> tuple[dict[str, 
     for message in tpp_messages or []:
         if str(message.get("category", "ERROR")).upper() != "ERROR":
             continue
-        text = message.get("text") or message.get("code") or _("The bank refused the payment.")
+        text = (
+            _KID_TEXTS.get(str(message.get("code")))
+            or message.get("text")
+            or message.get("code")
+            or _("The bank refused the payment.")
+        )
         target = BANK_PATH_TO_FIELD.get(message.get("path") or "")
+        if target is None and str(message.get("path") or "").startswith("remittanceInformationStructured"):
+            target = "kid"
         if target is None and message.get("path") == "X-PSU-IDENTITY":
             target = "national_identity_number"
         if target:

@@ -27,7 +27,8 @@ from django.utils.html import strip_tags
 from django.utils.text import capfirst
 
 from tpp_portal import csvsafe
-from tpp_portal.csvsafe import amount_cell, text_cell
+from tpp_portal.csvsafe import text_cell
+from tpp_portal.money import amount_plain
 
 #: Bank calls made by one admin action, at most (staff wait for the page).
 ACTION_LIMIT = 20
@@ -54,11 +55,16 @@ def masked(value: str | None) -> str:
     return f"{MASK}{value[-3:]}" if len(value) >= 8 else MASK
 
 
+def amount_exact(amount: Decimal | None, currency: str) -> str:
+    """``150000.00000`` NOK -> ``150000.00 NOK``: exact and ungrouped, for a CSV cell."""
+    return "" if amount is None else amount_plain(amount, currency, grouped=False)
+
+
 def amount_text(amount: Decimal | None, currency: str) -> str:
-    """``150000.00000`` NOK -> ``150000.00 NOK``: the currency's minor units at least, more only when sent."""
-    if amount is None:
-        return "-"
-    return f"{amount_cell(amount, currency)} {currency}".strip()
+    """``150000.00000`` NOK -> ``150 000.00 NOK`` (no-break spaces between thousands), ``1500`` JPY ->
+    ``1 500 JPY``: the currency's minor units at least, more only when sent. CSV cells keep the exact
+    ungrouped figure (``csv_value``)."""
+    return "-" if amount is None else amount_plain(amount, currency)
 
 
 # --- CSV export --------------------------------------------------------------------------------------------

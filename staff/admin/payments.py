@@ -23,7 +23,9 @@ from staff.admin.helpers import (
     ACTION_LIMIT,
     ReadOnlyAdminMixin,
     ReadOnlyInline,
+    amount_exact,
     amount_text,
+    csv_value,
     export_csv,
     fieldset_fields,
     run_bank_action,
@@ -130,6 +132,10 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                     "state",
                     "amount_shown",
                     "nok_equivalent_shown",
+                    "nok_rate",
+                    "nok_rate_unit",
+                    "nok_rate_date",
+                    "nok_rate_source",
                     "debtor_account",
                     "creditor_name",
                     "creditor_account",
@@ -189,6 +195,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         return results | queryset.filter(Q(request_id=key) | Q(idempotency_key=key)), may_have_duplicates
 
     @admin.display(description="amount", ordering="amount")
+    @csv_value(lambda payment: amount_exact(payment.amount, payment.currency))  # the CSV cell: not grouped
     def amount_shown(self, payment: Payment) -> str:
         return amount_text(payment.amount, payment.currency)
 

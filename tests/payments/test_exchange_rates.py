@@ -144,10 +144,10 @@ def test_without_a_rate_reporting_is_required():
 
 def test_with_only_a_stale_rate_reporting_is_required(settings):
     make_rate("USD", "10.00", on=TODAY)
-    on = TODAY + timedelta(days=8)
+    on = TODAY + timedelta(days=31)
     decision = regulatory_reporting_requirement(amount=Decimal("10"), currency="USD", on_date=on)
     assert (decision.required, decision.reason) == (True, ReportingReason.STALE_RATE)
-    settings.EXCHANGE_RATE_MAX_AGE_DAYS = 10
+    settings.EXCHANGE_RATE_MAX_AGE_DAYS = 40
     decision = regulatory_reporting_requirement(amount=Decimal("10"), currency="USD", on_date=on)
     assert (decision.required, decision.reason) == (False, ReportingReason.EQUIVALENT_BELOW)
 
@@ -180,17 +180,20 @@ def test_store_never_overwrites_a_rate_staff_edited(charlie):
     assert row.rate == Decimal("10.25")
 
 
-def test_a_seed_rate_never_decides_but_is_shown_as_an_estimate():
-    """The seed rows are plausible figures, not Norges Bank's: with only them, reporting is required."""
+def test_a_seed_rate_decides_with_a_larger_margin():
+    """The seed rows are plausible figures, not Norges Bank's: they count, with REGULATORY_MARGIN_SEED more."""
     assert exchange_rate_latest(currency="USD", on_date=TODAY).source == ExchangeRateSource.SEED
     decision = regulatory_reporting_requirement(amount=Decimal("1"), currency="USD", on_date=TODAY)
-    assert (decision.required, decision.reason) == (True, ReportingReason.NO_RATE)
+    assert (decision.required, decision.reason) == (False, ReportingReason.EQUIVALENT_BELOW)
     assert decision.equivalent is not None and decision.equivalent.source == ExchangeRateSource.SEED
-    # nok_equivalent may still use it for display, labelled by its source ...
-    assert nok_equivalent(Decimal("1"), "USD", on_date=TODAY).source == ExchangeRateSource.SEED
-    # ... but not when only published rates count.
+    assert (decision.margin, decision.applied_threshold_nok) == (Decimal("0.10"), Decimal("90000.00"))
+    # 9 000 USD is 91 080 NOK at the seed's 10.12: asked, where a published rate of the day would not ask.
+    assert regulatory_reporting_requirement(amount=Decimal("9000"), currency="USD", on_date=TODAY).required
+    make_rate("USD", "10.12", on=TODAY)
+    assert not regulatory_reporting_requirement(amount=Decimal("9000"), currency="USD", on_date=TODAY).required
+    # nok_equivalent leaves the seed out when only published rates count.
     with pytest.raises(ExchangeRateUnavailable):
-        nok_equivalent(Decimal("1"), "USD", on_date=TODAY, published_only=True)
+        nok_equivalent(Decimal("1"), "JPY", on_date=TODAY, published_only=True)
 
 
 def test_an_older_published_rate_decides_over_a_newer_seed_rate():

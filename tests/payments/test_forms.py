@@ -348,7 +348,7 @@ def test_choices_show_meanings_and_names():
     }
     assert flat["29"] == "29 - Other purchase or sale of services (Annet kjøp/salg av tjenester)"
     assert len(flat) == 16
-    currencies = dict(form.fields["currency"].choices)
+    currencies = {code: label for _group, options in form.fields["currency"].choices for code, label in options}
     assert currencies["EUR"] == "EUR - Euro" and next(iter(currencies)) == "NOK"
     assert set(currencies) == set(CURRENCIES)
     countries = dict(form.fields["creditor_country"].choices)

@@ -84,7 +84,7 @@ def test_the_page_shows_the_timeline_and_signatures_and_nothing_secret(support_c
     for secret in (PSU_ID, "session-token-that-must-stay-hidden", "secret-link-id"):
         assert secret not in html
     assert "status" in html  # the link's name is shown, not its address
-    assert "150000.00 NOK" in html and "50.00 NOK" in html  # amounts in the currency's minor units
+    assert "150\xa0000.00 NOK" in html and "50.00 NOK" in html  # amounts in the currency's minor units
     assert not response.context["has_change_permission"]
 
 
