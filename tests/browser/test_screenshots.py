@@ -87,11 +87,12 @@ class Known:
 
 
 KNOWN = [
-    # Customer pages changed by the mobile-first work of issue 19 (cards on a phone); not this module's to fix.
-    Known("accounts", 390, "a box scrolls sideways: div.table-wrap", "the overview: balances out of sight"),
-    Known("account", 390, "a box scrolls sideways: div.table-wrap", "the transactions' tables"),
-    Known("account", 390, "scrolls sideways: 418 px wide", "bokmål balance labels push the figures out"),
-    Known("payments", 390, "a box scrolls sideways: div.table-wrap", "the payment list: amount and status cut"),
+    # Customer pages changed by the mobile-first work of issue 19 (cards on a phone), which removes these four:
+    # not strict only until that work is merged (either order stays green); then delete them.
+    Known("accounts", 390, "a box scrolls sideways: div.table-wrap", "the overview: balances out of sight", False),
+    Known("account", 390, "a box scrolls sideways: div.table-wrap", "the transactions' tables", False),
+    Known("account", 390, "scrolls sideways: 418 px wide", "bokmål balance labels push the figures out", False),
+    Known("payments", 390, "a box scrolls sideways: div.table-wrap", "the list: amount, status cut", False),
     # The product's own 404 page (issue 19): today it is Django's, in English only and without the favicon.
     Known("not-found", None, "the page is not in nb", "Django's own 404 page"),
     Known("not-found", None, "console: Failed to load resource", "its /favicon.ico, asked only at times", False),
