@@ -46,12 +46,25 @@
     return document.documentElement.getAttribute("lang") || undefined;
   }
 
-  function niceStep(span, count) {
+  // A round step for about ``count`` ticks; for whole numbers (counts of calls, payments) a whole step, never 2.5.
+  function niceStep(span, count, whole) {
     var raw = span / Math.max(count, 1);
     var power = Math.pow(10, Math.floor(Math.log10(raw)));
     var fraction = raw / power;
-    var nice = fraction <= 1 ? 1 : fraction <= 2 ? 2 : fraction <= 2.5 ? 2.5 : fraction <= 5 ? 5 : 10;
-    return nice * power;
+    var quarter = !whole || power >= 10;
+    var nice = fraction <= 1 ? 1 : fraction <= 2 ? 2 : fraction <= 2.5 && quarter ? 2.5 : fraction <= 5 ? 5 : 10;
+    return whole ? Math.max(1, nice * power) : nice * power;
+  }
+
+  // The decimals a tick needs to be shown exactly (2.5 needs one): a label never rounds its tick.
+  function decimalsOf(step) {
+    for (var d = 0; d < 6; d++) {
+      var scaled = step * Math.pow(10, d);
+      if (Math.abs(scaled - Math.round(scaled)) < 1e-9 * Math.max(1, scaled)) {
+        return d;
+      }
+    }
+    return 6;
   }
 
   function scaleFor(values, includeZero) {
@@ -69,15 +82,17 @@
       min -= pad;
       max += pad;
     }
-    var step = niceStep(max - min, 5);
+    var whole = numbers.every(function (v) {
+      return Math.round(v) === v;
+    });
+    var step = niceStep(max - min, 5, whole);
     var low = Math.floor(min / step) * step;
     var high = Math.ceil(max / step) * step;
     var ticks = [];
     for (var t = low; t <= high + step / 2; t += step) {
       ticks.push(Math.abs(t) < step / 1e6 ? 0 : t);
     }
-    var decimals = Math.max(0, -Math.floor(Math.log10(step)));
-    return { low: low, high: high, ticks: ticks, decimals: Math.min(decimals, 6) };
+    return { low: low, high: high, ticks: ticks, decimals: decimalsOf(step) };
   }
 
   function formatter(decimals) {

@@ -108,3 +108,33 @@ def test_the_balance_chart_is_a_named_image_with_a_table_and_fits(
         path=artifacts_dir / f"chart-account-{language}-{width}.png"
     )
     context.close()
+
+
+TICKS_PAGE = """<!DOCTYPE html><html lang="en"><body>
+<script id="counts-data" type="application/json">
+{"labels": ["a", "b", "c", "d"], "series": [{"name": "Calls", "values": [13, 9, 6, 1]}]}
+</script>
+<div class="chart" id="counts" data-chart-kind="bar" data-chart-source="counts-data"></div>
+<script id="amounts-data" type="application/json">
+{"labels": ["1 Mar", "2 Mar", "3 Mar"], "series": [{"name": "Balance", "values": ["0.50", "12.50", "7.25"]}]}
+</script>
+<div class="chart" id="amounts" data-chart-kind="line" data-chart-source="amounts-data"></div>
+</body></html>"""
+
+
+def test_axis_ticks_are_shown_exactly_and_counts_get_whole_ticks(page):
+    """A tick label never rounds its tick (a 2.5 step once read 0, 3, 5, 8, 10, 13): the labels read as numbers
+    step evenly; counts get whole steps."""
+    from tests.browser.fixtures import ROOT
+
+    page.set_content(TICKS_PAGE)
+    page.add_script_tag(path=str(ROOT / "static" / "js" / "charts.js"))
+
+    for chart in ("counts", "amounts"):
+        ticks = [float(t.replace(",", "")) for t in page.locator(f"#{chart} .chart-grid text").all_text_contents()]
+        steps = {round(b - a, 9) for a, b in itertools.pairwise(ticks)}
+        assert len(ticks) >= 3 and len(steps) == 1, (chart, ticks)
+    counts = page.locator("#counts .chart-grid text").all_text_contents()
+    assert all(t.isdigit() for t in counts) and counts[0] == "0", counts
+    amounts = page.locator("#amounts .chart-grid text").all_text_contents()
+    assert "2.5" in amounts, amounts
