@@ -13,6 +13,8 @@
   var SERIES_CLASSES = 6; // .chart-series-0 ... -5 in portal.css; more series reuse them in turn
   var MARGIN = { top: 12, right: 16, bottom: 36, left: 72 };
   var MAX_X_LABELS = 6;
+  var CHAR_WIDTH = 7.5; // px of one character of an axis label (.chart-tick: 12px), a digit's width or more
+  var LABEL_GAP = 16; // px between two axis labels
   var MAX_POINTS_DRAWN = 62; // beyond this, points are drawn only where a value stands alone between gaps
 
   function node(name, attributes, parent) {
@@ -44,12 +46,25 @@
     return document.documentElement.getAttribute("lang") || undefined;
   }
 
-  function niceStep(span, count) {
+  // A round step for about ``count`` ticks; for whole numbers (counts of calls, payments) a whole step, never 2.5.
+  function niceStep(span, count, whole) {
     var raw = span / Math.max(count, 1);
     var power = Math.pow(10, Math.floor(Math.log10(raw)));
     var fraction = raw / power;
-    var nice = fraction <= 1 ? 1 : fraction <= 2 ? 2 : fraction <= 2.5 ? 2.5 : fraction <= 5 ? 5 : 10;
-    return nice * power;
+    var quarter = !whole || power >= 10;
+    var nice = fraction <= 1 ? 1 : fraction <= 2 ? 2 : fraction <= 2.5 && quarter ? 2.5 : fraction <= 5 ? 5 : 10;
+    return whole ? Math.max(1, nice * power) : nice * power;
+  }
+
+  // The decimals a tick needs to be shown exactly (2.5 needs one): a label never rounds its tick.
+  function decimalsOf(step) {
+    for (var d = 0; d < 6; d++) {
+      var scaled = step * Math.pow(10, d);
+      if (Math.abs(scaled - Math.round(scaled)) < 1e-9 * Math.max(1, scaled)) {
+        return d;
+      }
+    }
+    return 6;
   }
 
   function scaleFor(values, includeZero) {
@@ -67,15 +82,17 @@
       min -= pad;
       max += pad;
     }
-    var step = niceStep(max - min, 5);
+    var whole = numbers.every(function (v) {
+      return Math.round(v) === v;
+    });
+    var step = niceStep(max - min, 5, whole);
     var low = Math.floor(min / step) * step;
     var high = Math.ceil(max / step) * step;
     var ticks = [];
     for (var t = low; t <= high + step / 2; t += step) {
       ticks.push(Math.abs(t) < step / 1e6 ? 0 : t);
     }
-    var decimals = Math.max(0, -Math.floor(Math.log10(step)));
-    return { low: low, high: high, ticks: ticks, decimals: Math.min(decimals, 6) };
+    return { low: low, high: high, ticks: ticks, decimals: decimalsOf(step) };
   }
 
   function formatter(decimals) {
@@ -115,6 +132,34 @@
       list.appendChild(entry);
     });
     container.appendChild(list);
+  }
+
+  // The axis labels as drawn, measured: one that would touch its neighbour is removed (the count above is an
+  // estimate from the labels' lengths). The first and the last label stay; the last wins over the one before it.
+  function thinAxisLabels(axis) {
+    var labels = Array.prototype.slice.call(axis.querySelectorAll("text"));
+    var boxes = labels.map(function (label) {
+      var box = label.getBBox();
+      return { left: box.x, right: box.x + box.width };
+    });
+    function apart(a, b) {
+      return b.left >= a.right + 4 || a.left >= b.right + 4;
+    }
+    var last = boxes.length - 1;
+    var kept = [0];
+    for (var i = 1; i < last; i++) {
+      if (apart(boxes[kept[kept.length - 1]], boxes[i]) && apart(boxes[i], boxes[last])) {
+        kept.push(i);
+      }
+    }
+    if (last > 0 && apart(boxes[kept[kept.length - 1]], boxes[last])) {
+      kept.push(last);
+    }
+    labels.forEach(function (label, index) {
+      if (kept.indexOf(index) === -1) {
+        axis.removeChild(label);
+      }
+    });
   }
 
   function draw(container) {
@@ -203,10 +248,17 @@
     if (scale.low < 0 && scale.high > 0) {
       node("line", { class: "chart-zero", x1: plot.left, x2: plot.left + plot.width, y1: y(0), y2: y(0) }, svg);
     }
-    // Lines (dates): a few labels. Bars (categories): as many as fit, about one per 64 px.
-    var fitting = kind === "bar" ? Math.max(1, Math.floor(plot.width / 64)) : MAX_X_LABELS;
+    // Lines (dates): a few labels, no more than fit side by side at their length (a phone has room for about
+    // three dates). Bars (categories): as many as fit, about one per 64 px.
+    var longest = labels.reduce(function (most, label) {
+      return Math.max(most, label.length);
+    }, 1);
+    var fitting =
+      kind === "bar"
+        ? Math.max(1, Math.floor(plot.width / 64))
+        : Math.max(2, Math.min(MAX_X_LABELS, Math.floor(plot.width / (longest * CHAR_WIDTH + LABEL_GAP))));
     var every = Math.max(1, Math.ceil(labels.length / fitting));
-    var maxChars = kind === "bar" ? Math.max(3, Math.floor((band * every) / 7)) : 40;
+    var maxChars = kind === "bar" ? Math.max(3, Math.floor((band * every) / CHAR_WIDTH)) : 40;
     var axis = node("g", { class: "chart-axis" }, svg);
     labels.forEach(function (label, index) {
       var last = labels.length - 1;
@@ -276,6 +328,7 @@
     });
 
     container.appendChild(svg);
+    thinAxisLabels(axis);
     container.setAttribute("data-chart-state", "drawn");
     container.setAttribute("data-chart-width", String(width));
     if (series.length > 1 || container.hasAttribute("data-chart-legend")) {
