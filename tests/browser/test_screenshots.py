@@ -87,15 +87,6 @@ class Known:
 
 
 KNOWN = [
-    # Customer pages changed by the mobile-first work of issue 19 (cards on a phone), which removes these four:
-    # not strict only until that work is merged (either order stays green); then delete them.
-    Known("accounts", 390, "a box scrolls sideways: div.table-wrap", "the overview: balances out of sight", False),
-    Known("account", 390, "a box scrolls sideways: div.table-wrap", "the transactions' tables", False),
-    Known("account", 390, "scrolls sideways: 418 px wide", "bokmål balance labels push the figures out", False),
-    Known("payments", 390, "a box scrolls sideways: div.table-wrap", "the list: amount, status cut", False),
-    # The product's own 404 page (issue 19): today it is Django's, in English only and without the favicon.
-    Known("not-found", None, "the page is not in nb", "Django's own 404 page"),
-    Known("not-found", None, "console: Failed to load resource", "its /favicon.ico, asked only at times", False),
     # Staff pages with wide data tables that scroll inside their box on a phone (and the admin's changelists,
     # Django's own, also at 1280 px beside the navigation sidebar): readable, but to be made to fit.
     Known("admin-payments", None, "a box scrolls sideways: div.results", "the admin's changelist table"),

@@ -102,7 +102,11 @@ def test_the_page_shows_amount_fee_status_meaning_and_the_timeline(alice_client,
 
     assert "150\xa0000,00 NOK" in page or "150,000.00 NOK" in page
     assert "50.00 NOK" in page or "50,00 NOK" in page
-    assert "Cut-off time passed: executed tomorrow" in page
+    # The bank's own words (in its language, with its codes) are kept for support under Details, not in the page.
+    start = page.index('<details class="technical-details">')
+    details = page[start : page.index("</details>", start)]
+    assert "Cut-off time passed: executed tomorrow" in details
+    assert page.count("Cut-off time passed") == 1
     for label, meaning in [
         ("Received", "The bank has received the payment."),
         ("Pending", "waits for the bank&#x27;s next processing run"),
