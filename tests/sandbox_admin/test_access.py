@@ -16,6 +16,7 @@ PAGES = [
     ("sandbox_admin:account-create", "?customer=enc!!x"),
     ("sandbox_admin:transaction-create", "?customer=enc!!x"),
     ("sandbox_admin:reset", ""),
+    ("sandbox_admin:clock", ""),
 ]
 
 
