@@ -79,6 +79,10 @@ def report(request, outcome: services.FetchOutcome | None) -> None:
         )
     elif outcome.problem == services.FetchProblem.UNAVAILABLE:
         messages.error(request, _("The bank did not answer as expected. Please try again later."))
+    elif outcome.problem == services.FetchProblem.INCOMPLETE:
+        messages.warning(
+            request, outcome.message or _("Your bank is connected, but not everything could be read yet.")
+        )
 
 
 @sensitive_page
