@@ -29,7 +29,7 @@ from connections.forms import (
 )
 from connections.models import ConnectionAccess, PsuContextChoice, ScaPurpose
 from connections.psu import psu_presence
-from users.security import sensitive_page
+from users.security import sensitive_page, session_authenticated_at_bank
 from xs2a.errors import Xs2aError
 
 logger = logging.getLogger(__name__)
@@ -142,6 +142,8 @@ def callback(request):
         return _rejected(request, "refused")
     except services.IdentityUnconfirmed:
         return _rejected(request, "unconfirmed")
+    # The user proved themselves to the bank a moment ago: no password again for the next few minutes.
+    session_authenticated_at_bank(request)
     return plugins.purpose(sca_return.state.purpose).accept(request, sca_return)
 
 
