@@ -123,6 +123,18 @@ def session_record_activity(request: HttpRequest) -> None:
     _write_time(request, LAST_ACTIVITY_KEY, now())
 
 
+def session_keep_alive(request: HttpRequest) -> None:
+    """The user asked to stay signed in (the warning before the idle sign-out): active as of now, whatever
+    ``ACTIVITY_STAMP_INTERVAL`` would leave as it is."""
+    _write_time(request, LAST_ACTIVITY_KEY, now())
+
+
+def idle_warning_seconds() -> int:
+    """Seconds after a page's load at which the session may be idle-expired at the earliest (the activity stamp
+    may be up to ``ACTIVITY_STAMP_INTERVAL`` older than the page): what the page's warning counts down to."""
+    return max(int((idle_timeout() - ACTIVITY_STAMP_INTERVAL).total_seconds()), 1)
+
+
 def session_is_idle_expired(request: HttpRequest) -> bool:
     return bool(request.session.get(IDLE_EXPIRED_KEY)) or _read_time(request, LAST_ACTIVITY_KEY) is None
 
