@@ -29,6 +29,7 @@ from connections.forms import (
 )
 from connections.models import ConnectionAccess, PsuContextChoice, ScaPurpose
 from connections.psu import psu_presence
+from tpp_portal.bank import CALLBACK_STATE
 from users.security import sensitive_page, session_authenticated_at_bank
 from xs2a.errors import Xs2aError
 
@@ -124,6 +125,10 @@ def callback(request):
         return render(request, "connections/callback_failed.html", {"explained": failure_explained(code)})
     if not request.user.is_authenticated:
         return _rejected(request, "signed_out")
+    if set(request.GET) == {CALLBACK_STATE}:
+        # Only the portal's own state, nothing of the bank's: the "Back to" link of a bank's SCA screen that was
+        # already finished (the back button after SCA). Nothing to accept, nothing spent: say where things are.
+        return render(request, "connections/callback_back.html")
     params, wrong = callback_success(request.GET)
     if params is None:
         logger.info("SCA callback malformed", extra={"parameter": wrong})
