@@ -14,6 +14,8 @@ export PORTAL_PORT BANK_PORT VAR_DIR
 # `make run` wires the portal to the sandbox bank it starts; set these to point it elsewhere.
 run: export PORTAL_BASE_URL ?= http://127.0.0.1:$(PORTAL_PORT)
 run: export BANK_BASE_URL ?= http://127.0.0.1:$(BANK_PORT)
+# The bank it starts is the sandbox on any port (the staff sandbox area, the clock and the batches need it).
+run: export BANK_IS_SANDBOX ?= true
 # The portal polls payment statuses after the bank's batches: the batch times of the sandbox bank it starts.
 run: export BANK_BATCH_TIMES ?= $(or $(BANK_SIM_BATCH_TIMES),05:00,08:00,11:00,13:00,15:00)
 

@@ -7,10 +7,12 @@ class AccountsConfig(AppConfig):
     verbose_name = _("Bank accounts")
 
     def ready(self):
-        from accounts import services
+        from accounts import refresh, services
         from connections import plugins
 
-        # A consent granted: read its accounts and balances while the PSU is present. A connection ended: its
-        # accounts, balances and transactions go.
+        # A consent granted: read its accounts and balances, then their transactions, while the PSU is present
+        # (attended: no unattended allowance spent). A connection ended: its accounts, balances and transactions
+        # go.
         plugins.on_consent_granted(services.connection_fetch_accounts)
+        plugins.on_consent_granted(refresh.connection_read_transactions)
         plugins.on_connection_ended(services.connection_accounts_remove)

@@ -46,7 +46,7 @@ from accounts.models import (
 )
 from accounts.services import balance_snapshots
 from connections.models import BankConnection, ConnectionAccess, ConnectionState
-from connections.services import ais_psu, bank_problem
+from connections.services import FetchOutcome, FetchProblem, ais_psu, bank_problem
 from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client, client_config, record_bank_call
 from xs2a import models as bank_models
 from xs2a.client import RetryPolicy, Xs2aClient
@@ -573,6 +573,38 @@ def transactions_refresh_for_user(*, user: Any, presence: PsuContext) -> list[Re
         return []
     outcomes = _refresh(account_ids=ids, presence=presence, actor=user, planned_at=None, balances=False)
     return [outcomes[pk] for pk in ids]
+
+
+def connection_read_transactions(
+    *, connection: BankConnection, presence: PsuContext, actor: Any, tpp_session_id: str | None = None
+) -> FetchOutcome:
+    """A consent was just granted (connections.plugins.on_consent_granted, after the accounts were read): read the
+    transactions of the connection's accounts at once, while the PSU is present (PSU-IP-Address sent, so nothing
+    counts against the bank's allowance of unattended calls), so that the account pages show them without
+    "Refresh now". A connection that did not become active (no account chosen, a bank error) is left alone."""
+    ids = list(
+        BankAccount.objects.filter(
+            connection=connection,
+            connection__state=ConnectionState.ACTIVE,
+            connection__access=ConnectionAccess.ACCOUNTS,
+            consented=True,
+        )
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    if not ids:
+        return FetchOutcome(connection)
+    outcomes = _refresh(account_ids=ids, presence=presence, actor=actor, planned_at=None, balances=False)
+    failed = [outcomes[pk] for pk in ids if not outcomes[pk].ok]
+    if not failed:
+        return FetchOutcome(connection, accounts=len(ids))
+    message = _(
+        "Your bank is connected, but its transactions could not be read yet: %(reason)s Use Refresh now on the "
+        "account's page."
+    ) % {"reason": failed[0].message}
+    return FetchOutcome(
+        connection, accounts=len(ids) - len(failed), problem=FetchProblem.INCOMPLETE, message=message
+    )
 
 
 # --- planning ------------------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ from bench.portal_setup import (
     setup_portal,
 )
 from bench.report import emit
-from devtools.livebank import csrf_token, running_bank
+from devtools.livebank import csrf_token, follow_see_other, running_bank
 
 PAYMENTS = 12
 SHORT_OF_FUNDS = 2  # of them: more than the account holds
@@ -65,9 +65,10 @@ def _approve(href: str) -> None:
     def post(data: dict) -> requests.Response:
         action = re.search(r'<form method="post" action="([^"]*)"', page.text)
         target = urljoin(href, action.group(1).replace("&amp;", "&")) if action else href
-        return browser.post(
+        answer = browser.post(
             target, data={"csrfmiddlewaretoken": csrf_token(page.text), **data}, timeout=10, allow_redirects=False
         )
+        return follow_see_other(browser, target, answer)
 
     if 'name="identity"' in page.text:
         page = post({"identity": "13039319955", "action": "identify"})

@@ -134,6 +134,7 @@ class FetchProblem:
     LIMIT = "limit"  # 429 / ACCESS_EXCEEDED
     UNAVAILABLE = "unavailable"  # any other bank failure (network, 5xx, unexpected answer)
     NO_ACCOUNTS = "no_accounts"  # the bank answered with the consent, and it covers no account
+    INCOMPLETE = "incomplete"  # connected, but part of what is read with the new consent could not be read
 
 
 @dataclass(frozen=True)
@@ -146,6 +147,7 @@ class FetchOutcome:
     problem: str | None = None
     retry_at: datetime | None = None
     request_id: str | None = None
+    message: str = ""  # the reader's own words for the user about the problem (INCOMPLETE), translated
 
     @property
     def ok(self) -> bool:

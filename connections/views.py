@@ -29,7 +29,8 @@ from connections.forms import (
 )
 from connections.models import ConnectionAccess, PsuContextChoice, ScaPurpose
 from connections.psu import psu_presence
-from users.security import sensitive_page
+from tpp_portal.bank import CALLBACK_STATE
+from users.security import sensitive_page, session_authenticated_at_bank
 from xs2a.errors import Xs2aError
 
 logger = logging.getLogger(__name__)
@@ -79,6 +80,10 @@ def report(request, outcome: services.FetchOutcome | None) -> None:
         )
     elif outcome.problem == services.FetchProblem.UNAVAILABLE:
         messages.error(request, _("The bank did not answer as expected. Please try again later."))
+    elif outcome.problem == services.FetchProblem.INCOMPLETE:
+        messages.warning(
+            request, outcome.message or _("Your bank is connected, but not everything could be read yet.")
+        )
 
 
 @sensitive_page
@@ -120,6 +125,10 @@ def callback(request):
         return render(request, "connections/callback_failed.html", failure_context(request.GET, code))
     if not request.user.is_authenticated:
         return _rejected(request, "signed_out")
+    if set(request.GET) == {CALLBACK_STATE}:
+        # Only the portal's own state, nothing of the bank's: the "Back to" link of a bank's SCA screen that was
+        # already finished (the back button after SCA). Nothing to accept, nothing spent: say where things are.
+        return render(request, "connections/callback_back.html")
     params, wrong = callback_success(request.GET)
     if params is None:
         logger.info("SCA callback malformed", extra={"parameter": wrong})
@@ -138,6 +147,8 @@ def callback(request):
         return _rejected(request, "refused")
     except services.IdentityUnconfirmed:
         return _rejected(request, "unconfirmed")
+    # The user proved themselves to the bank a moment ago: no password again for the next few minutes.
+    session_authenticated_at_bank(request)
     return plugins.purpose(sca_return.state.purpose).accept(request, sca_return)
 
 

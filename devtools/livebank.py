@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urljoin
 
 import requests
 
@@ -83,10 +84,19 @@ def csrf_token(html: str) -> str:
 
 def sca_post(browser: requests.Session, href: str, page: requests.Response, **data) -> requests.Response:
     """Submit the form of ``page`` (an SCA screen at ``href``) with ``data`` and its CSRF token, the way a PSU's
-    browser does; the answer is returned as it comes (a redirect is not followed)."""
-    return browser.post(
+    browser does: a step done is a 303 to the next screen, followed with a GET; any other answer is returned as it
+    comes (the redirect back to the TPP is not followed)."""
+    answer = browser.post(
         href, data={"csrfmiddlewaretoken": csrf_token(page.text), **data}, timeout=10, allow_redirects=False
     )
+    return follow_see_other(browser, href, answer)
+
+
+def follow_see_other(browser: requests.Session, href: str, answer: requests.Response) -> requests.Response:
+    """The next SCA screen after a 303 (the bank's Post/Redirect/Get), as a browser GETs it; else ``answer``."""
+    if answer.status_code != 303:
+        return answer
+    return browser.get(urljoin(href, answer.headers["Location"]), timeout=10)
 
 
 def _tail(path: Path, chars: int = 2000) -> str:

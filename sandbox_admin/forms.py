@@ -293,3 +293,16 @@ class ResetForm(forms.Form):
     confirm = forms.BooleanField(
         label="I understand: every customer created here is removed and the four known customers come back.",
     )
+
+
+class ClockForm(forms.Form):
+    """One of the clock buttons (``name="move"``); nothing else to fill in."""
+
+    move = forms.ChoiceField(
+        choices=[
+            ("now", "Run a batch now"),
+            ("hour", "+1 hour"),
+            ("next-batch", "To the next batch"),
+            ("day", "+1 day"),
+        ]
+    )

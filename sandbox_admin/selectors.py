@@ -11,7 +11,7 @@ from django.utils import timezone
 from sandbox_admin.errors import SandboxError, sandbox_error
 from tpp_portal.bank import bank_audit_context, bank_client
 from xs2a.errors import ResourceUnknownError, Xs2aError
-from xs2a.models import SandboxCustomer
+from xs2a.models import SandboxClock, SandboxCustomer
 
 
 @dataclass(frozen=True)
@@ -56,3 +56,12 @@ def sandbox_customer_get(*, actor, customer_id: str) -> SandboxCustomer:
         raise CustomerNotFound("The bank has no such sandbox customer.", request_id=exc.request_id) from exc
     except Xs2aError as exc:
         raise sandbox_error(exc, what="the customer") from exc
+
+
+def sandbox_clock_read(*, actor) -> SandboxClock:
+    """The bank's business time (GET /v1/sandbox/clock)."""
+    try:
+        with bank_audit_context(user=actor):
+            return bank_client().sandbox.clock()
+    except Xs2aError as exc:
+        raise sandbox_error(exc, what="the clock") from exc

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from payments.services.polling import polls_after_bank_batches
 from sandbox_admin.errors import SandboxError, sandbox_error
 from tpp_portal.bank import bank_audit_context, bank_client
 from xs2a.errors import Xs2aError
-from xs2a.models import Account, Agreement, CardTransaction, SandboxCustomer, Transaction
+from xs2a.models import Account, Agreement, CardTransaction, SandboxClock, SandboxCustomer, Transaction
 
 log = logging.getLogger(__name__)
 
@@ -168,3 +169,41 @@ def sandbox_reset(*, actor) -> list[SandboxCustomer]:
         raise sandbox_error(exc, what="the reset") from exc
     log.warning("sandbox reset to its known state", extra={"customers": len(customers)})
     return customers
+
+
+class ClockMove:
+    """What the clock buttons ask the bank for: the seconds to move its clock forward before its batches run
+    (``NEXT_BATCH``: up to the next scheduled batch; ``NOW``: no move, the due batches and one extra now)."""
+
+    NOW = "now"
+    HOUR = "hour"
+    NEXT_BATCH = "next-batch"
+    DAY = "day"
+    SECONDS = {HOUR: 3600, DAY: 86400}
+
+
+@dataclass(frozen=True)
+class BatchesRun:
+    clock: SandboxClock  # the bank's time after the move, its payment steps and its next batch
+    polled: list[int]  # the portal's payments whose status is being read again at once
+
+
+def sandbox_batches_run(*, actor, move: str) -> BatchesRun:
+    """POST /v1/sandbox/batches/run: the bank's clock moves as ``move`` says (ClockMove) and its batches run;
+    then the portal reads at once the status of every payment in flight (an open payment page follows), instead
+    of waiting for the next batch time on the real clock."""
+    if move not in (ClockMove.NOW, ClockMove.HOUR, ClockMove.NEXT_BATCH, ClockMove.DAY):
+        raise ValueError(f"unknown clock move {move!r}")
+    try:
+        with bank_audit_context(user=actor):
+            clock = bank_client().sandbox.run_batches(
+                advance_seconds=ClockMove.SECONDS.get(move), until_next_batch=move == ClockMove.NEXT_BATCH
+            )
+    except Xs2aError as exc:
+        raise sandbox_error(exc, what="the batch run") from exc
+    polled = polls_after_bank_batches()
+    log.info(
+        "sandbox batches run",
+        extra={"move": move, "payment_steps": clock.payment_steps, "payments_polled": len(polled)},
+    )
+    return BatchesRun(clock=clock, polled=polled)

@@ -14,5 +14,6 @@ urlpatterns = [
     path("customer/engagements/new/", views.engagement_create, name="engagement-create"),
     path("customer/accounts/new/", views.account_create, name="account-create"),
     path("customer/transactions/new/", views.transaction_create, name="transaction-create"),
+    path("clock/", views.clock, name="clock"),
     path("reset/", views.reset, name="reset"),
 ]

@@ -33,6 +33,7 @@ from sandbox_admin.forms import (
     CORPORATE,
     AccountCreateForm,
     AgreementCreateForm,
+    ClockForm,
     CustomerCreateForm,
     EngagementForm,
     ListingForm,
@@ -330,3 +331,52 @@ def reset(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"The sandbox is back to its known state: {len(known)} customers.")
             return redirect("sandbox_admin:customers")
     return render(request, "sandbox_admin/reset.html", {"form": form})
+
+
+def _batches_message(run: services.BatchesRun, move: str) -> str:
+    moved = {
+        services.ClockMove.NOW: "The bank ran a batch now",
+        services.ClockMove.HOUR: "The bank's clock moved 1 hour forward and its batches ran",
+        services.ClockMove.NEXT_BATCH: "The bank's clock moved to its next batch, which ran",
+        services.ClockMove.DAY: "The bank's clock moved 1 day forward and its batches ran",
+    }[move]
+    steps = run.clock.payment_steps or 0
+    text = (
+        f"{moved}: {steps} payment step{'s' if steps != 1 else ''}. Bank time {run.clock.now:%Y-%m-%d %H:%M} UTC."
+    )
+    if run.polled:
+        count = len(run.polled)
+        text += f" The portal is checking {count} payment{'s' if count != 1 else ''} in flight now."
+    else:
+        text += " No payment in the portal is waiting for the bank's batches."
+    return text
+
+
+@staff_sandbox_page
+@require_http_methods(["GET", "POST"])
+def clock(request: HttpRequest) -> HttpResponse:
+    """The bank's business clock and the buttons that move it and run its payment batches (POST needs
+    ``change_sandbox``); after a run the portal checks the payments in flight at once."""
+    form = ClockForm(_posted(request))
+    if request.method == "POST":
+        if form.is_valid():
+            move = form.cleaned_data["move"]
+            try:
+                run = services.sandbox_batches_run(actor=request.user, move=move)
+            except SandboxError as exc:
+                messages.error(request, exc.message)
+            else:
+                messages.success(request, _batches_message(run, move))
+            return redirect("sandbox_admin:clock")
+        messages.error(request, "Choose one of the buttons.")
+    try:
+        bank_clock, error = selectors.sandbox_clock_read(actor=request.user), None
+    except SandboxError as exc:
+        bank_clock, error = None, exc
+    context = {
+        "bank_clock": bank_clock,
+        "error": error,
+        "batch_times": [slot.strftime("%H:%M") for slot in settings.BANK_BATCH_TIMES],
+        "moves": form.fields["move"].choices,
+    }
+    return render(request, "sandbox_admin/clock.html", context)

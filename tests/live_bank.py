@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urljoin, urlsplit
 import pytest
 import requests
 
-from devtools.livebank import running_bank
+from devtools.livebank import follow_see_other, running_bank
 
 PRIVATE_1 = "13039319955"  # Private Customer 1 (facts.md section 1): 2 accounts + 1 card account
 PRIVATE_2 = "12085592767"
@@ -56,9 +56,10 @@ class BankBrowser:
     def _post(self, url: str, page: str, data: dict) -> requests.Response:
         action = re.search(r'<form method="post" action="([^"]*)"', page)
         target = urljoin(url, action.group(1).replace("&amp;", "&")) if action else url
-        return self.http.post(
+        answer = self.http.post(
             target, data={"csrfmiddlewaretoken": _csrf(page), **data}, timeout=15, allow_redirects=False
         )
+        return follow_see_other(self.http, target, answer)  # a step done: the next screen (303, then GET)
 
     def authorise(
         self,

@@ -85,6 +85,13 @@ def test_make_run_brings_up_the_whole_product(make_run):
     assert response.status_code == 200, response.text
     assert {c["customerNumber"] for c in response.json()} >= {"13039319955", "18129215603"}
 
+    # The portal knows that the bank it started is the sandbox, on these (non-default) ports too: the staff sandbox
+    # area exists (an anonymous visitor is sent to sign in; a portal with another bank answers 404).
+    assert bank_port != 8001
+    area = requests.get(f"http://127.0.0.1:{portal_port}/staff/sandbox/", allow_redirects=False, timeout=10)
+    assert area.status_code == 302, area.status_code
+    assert area.headers["Location"].startswith("/auth/sign-in/?next=/staff/sandbox/"), area.headers
+
     # A worker and a beat are among the processes, and the addresses and demo logins were printed.
     while time.monotonic() < deadline and not re.search(r"worker.*ready", log.read_text()):
         time.sleep(0.5)

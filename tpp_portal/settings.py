@@ -506,7 +506,9 @@ ALLAUTH_TRUSTED_PROXY_COUNT = TRUSTED_PROXY_COUNT  # users.adapter asks tpp_port
 # Pages marked users.security.sensitive_page (account data, payments) sign the user out after this many
 # seconds without any request; other pages keep the normal session lifetime.
 SENSITIVE_IDLE_TIMEOUT = 300
-# require_recent_authentication: a payment is submitted only within this many seconds of the password.
+# require_recent_authentication: a payment is submitted only within this many seconds of the password, of
+# signing in or of an SCA completed at the bank (the SCA callback); submitting a payment asks again for the next
+# one, unless its SCA is completed.
 REAUTH_MAX_AGE = 300
 ACCOUNT_REAUTHENTICATION_TIMEOUT = REAUTH_MAX_AGE
 

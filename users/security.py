@@ -9,7 +9,8 @@ Three rules live here, so that every later page applies them the same way:
   ``next`` kept. Other pages keep the normal session lifetime, and visiting one of them does not make the
   session fresh again for the sensitive pages.
 - **Recent authentication before a payment.** :func:`require_recent_authentication` asks for the password again
-  unless the user typed it within ``REAUTH_MAX_AGE`` seconds (signing in counts); the payments code can also
+  unless the user typed it within ``REAUTH_MAX_AGE`` seconds (signing in counts, and so does an SCA completed at
+  the bank: :func:`session_authenticated_at_bank`); the payments code can also
   call :func:`ensure_recent_authentication` where a decorator does not fit.
 - **The admin is a sensitive page as a whole.** Every request under the admin's address (``admin:index``) of a
   signed-in user whose session is idle-expired signs them out and sends them to the admin's sign-in page, so
@@ -122,12 +123,36 @@ def session_record_activity(request: HttpRequest) -> None:
     _write_time(request, LAST_ACTIVITY_KEY, now())
 
 
+def session_keep_alive(request: HttpRequest) -> None:
+    """The user asked to stay signed in (the warning before the idle sign-out): active as of now, whatever
+    ``ACTIVITY_STAMP_INTERVAL`` would leave as it is."""
+    _write_time(request, LAST_ACTIVITY_KEY, now())
+
+
+def idle_warning_seconds() -> int:
+    """Seconds after a page's load at which the session may be idle-expired at the earliest (the activity stamp
+    may be up to ``ACTIVITY_STAMP_INTERVAL`` older than the page): what the page's warning counts down to."""
+    return max(int((idle_timeout() - ACTIVITY_STAMP_INTERVAL).total_seconds()), 1)
+
+
 def session_is_idle_expired(request: HttpRequest) -> bool:
     return bool(request.session.get(IDLE_EXPIRED_KEY)) or _read_time(request, LAST_ACTIVITY_KEY) is None
 
 
 def session_mark_reauthenticated(request: HttpRequest) -> None:
     _write_time(request, REAUTHENTICATED_KEY, now())
+
+
+def session_authenticated_at_bank(request: HttpRequest) -> None:
+    """The user has just completed an SCA at the bank and come back with the identity the portal expected (the
+    SCA callback): that counts as a re-authentication for ``REAUTH_MAX_AGE`` seconds, so the next payment does
+    not ask for the password again. Recorded in allauth's log of this session's authentications too (method
+    ``bank_sca``), without allauth's own "reauthenticated" mark: a change of second factor still needs the
+    password."""
+    from allauth.account.internal.flows.login import record_authentication
+
+    record_authentication(request, request.user, "bank_sca")
+    session_mark_reauthenticated(request)
 
 
 def session_forget_reauthentication(request: HttpRequest) -> None:

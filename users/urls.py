@@ -54,4 +54,5 @@ urlpatterns = [
     path("auth/", include(_account_patterns())),
     path("auth/2fa/", include("allauth.mfa.urls")),
     path("account/", views.account, name="account"),
+    path("auth/stay-signed-in/", views.keep_alive, name="session-keep-alive"),
 ]

@@ -5,7 +5,8 @@ portal's pages around them. Here only what the portal adds:
   re-authentication and password change alike);
 - the password-again page before a payment records the moment for ``users.security.require_recent_authentication``
   and is itself a sensitive page (idle timeout);
-- "My account", and the password change as a sensitive page.
+- "My account", and the password change as a sensitive page;
+- "Stay signed in" of the warning a minute before the idle sign-out (``session_keep_alive``).
 """
 
 from __future__ import annotations
@@ -15,15 +16,22 @@ import math
 from allauth.account import views as allauth_views
 from allauth.account.internal.flows.reauthentication import did_recently_reauthenticate
 from django.conf import settings
+from django.contrib.auth import logout
+from django.contrib.auth.views import redirect_to_login
 from django.forms import Form
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
 
 from users.security import (
     SensitivePageMixin,
+    idle_warning_seconds,
     is_recently_authenticated,
     sensitive_page,
+    session_is_idle_expired,
+    session_keep_alive,
     session_mark_reauthenticated,
 )
 
@@ -93,3 +101,28 @@ class PasswordChangeView(LockoutMixin, SensitivePageMixin, allauth_views.Passwor
 @sensitive_page
 def account(request):
     return render(request, "users/account.html", {"account_user": request.user})
+
+
+@require_POST
+def keep_alive(request):
+    """ "Stay signed in" of the warning before the idle sign-out: the session counts as active now. The page's
+    script asks for JSON; without script the form comes back to the page it was on. A session already idle-expired
+    is not brought back: the user is signed out (401, or the sign-in page)."""
+    wants_json = request.headers.get("Accept", "").startswith("application/json")
+    if not request.user.is_authenticated or session_is_idle_expired(request):
+        if request.user.is_authenticated:
+            logout(request)
+        if wants_json:
+            return JsonResponse({"signedIn": False}, status=401)
+        return redirect_to_login(_safe_next(request), login_url=reverse("login"))
+    session_keep_alive(request)
+    if wants_json:
+        return JsonResponse({"signedIn": True, "idleSeconds": idle_warning_seconds()})
+    return HttpResponseRedirect(_safe_next(request))
+
+
+def _safe_next(request) -> str:
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=False):
+        return target
+    return reverse("home")

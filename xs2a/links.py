@@ -130,6 +130,8 @@ TEMPLATES = (
     "/v1/sandbox/accounts/{account_id}/transactions",
     "/v1/sandbox/accounts/{account_id}/balances",
     "/v1/sandbox/card-accounts/{account_id}/balances",
+    "/v1/sandbox/clock",
+    "/v1/sandbox/batches/run",
 )
 _LITERAL_SEGMENTS = {"status", "authorisations", "balances", "transactions", "engagements"}
 

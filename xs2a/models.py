@@ -35,6 +35,7 @@ __all__ = [
     "PaymentInitiationResponse",
     "PaymentStatus",
     "RedirectResponse",
+    "SandboxClock",
     "SandboxCustomer",
     "TppMessage",
     "Transaction",
@@ -793,6 +794,40 @@ class SandboxCustomer:
             accounts=f.strings("accounts"),
             card_accounts=f.strings("cardAccounts"),
             links=f.links(),
+            extra=f.extra(),
+        )
+
+
+def _whole_number(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ModelError(f"{where}: expected a whole number")
+    return value
+
+
+@dataclass(frozen=True)
+class SandboxClock:
+    """The sandbox bank's business clock (GET /v1/sandbox/clock) and, after its batches ran
+    (POST /v1/sandbox/batches/run), how many payment steps they took and when the next batch is due."""
+
+    now: datetime
+    offset_seconds: int
+    payment_steps: int | None = None  # None: no batch ran (a clock read)
+    next_batch_at: datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "clock") -> SandboxClock:
+        f = _Fields(data, where)
+        now = f.datetime("now")
+        if now is None:
+            raise ModelError(f"{where}.now: required")
+        return cls(
+            now=now,
+            offset_seconds=_whole_number(f._pop("offsetSeconds"), f"{where}.offsetSeconds") or 0,
+            payment_steps=_whole_number(f._pop("paymentSteps"), f"{where}.paymentSteps"),
+            next_batch_at=f.datetime("nextBatchAt"),
             extra=f.extra(),
         )
 

@@ -3,8 +3,10 @@
 Steps: the mocked national identity number (the customer's customerNumber), then the context (PRIVATE, or
 CORPORATE with a choice of agreement), then the purpose's review screen (for a consent: the accounts, already
 shared ones pre-selected). Approve or cancel, then a redirect to TPP-Redirect-URI. A finished SCA cannot be used
-again: its address (the browser's back button, a second tab) shows "already done" with a link back to the
-provider, and the pages are never cached, so the back button cannot bring back a live Approve button. An
+again: its address (the browser's back button, a second tab) shows "This approval is finished" with a link back
+to the provider's redirect URI. The pages are never cached and each step done is answered with a 303 to the same
+address (Post/Redirect/Get), so the back button asks for the address again and cannot bring back a live Approve
+button or a "resubmit the form?" page. An
 unknown state shows an error page and redirects nowhere.
 
 The screens speak Norwegian bokmål when the browser asks for it (Accept-Language nb, no or nn), else English
@@ -106,8 +108,9 @@ def _done(request: HttpRequest | None, session: ScaSession) -> HttpResponse:
         message = _("You have already approved this. Nothing more is needed here.")
     else:
         message = _("This authentication has already ended (cancelled, expired or refused).")
+    # Back to the provider's redirect URI as it gave it (its own state parameter included, none of the bank's).
     parts = urlsplit(session.redirect_uri)
-    back_url = f"{parts.scheme}://{parts.netloc}/" if parts.scheme in {"http", "https"} and parts.netloc else ""
+    back_url = session.redirect_uri if parts.scheme in {"http", "https"} and parts.netloc else ""
     return render(
         request,
         "bank_simulator/sca/done.html",
@@ -200,16 +203,16 @@ def _identify(request: HttpRequest, session: ScaSession) -> HttpResponse:
             attempts_left=MAX_IDENTITY_ATTEMPTS - attempts,
         )
     services.sca_identify(session=session, customer=customer)
-    return _choose_context(request, session, fresh=True)
+    return _next_step(request)
 
 
-def _choose_context(request: HttpRequest, session: ScaSession, *, fresh: bool = False) -> HttpResponse:
+def _choose_context(request: HttpRequest, session: ScaSession) -> HttpResponse:
     assert session.customer is not None
     options = selectors.agreements_usable_by(customer=session.customer)
     if not options:
         return _fail(session, status=403, code="FORBIDDEN", message="The customer has no agreement with the bank.")
     template = "bank_simulator/sca/context.html"
-    if request.method != "POST" or fresh:
+    if request.method != "POST":
         selected = None
         if session.requested_agreement in options:
             selected = session.requested_agreement
@@ -228,8 +231,14 @@ def _choose_context(request: HttpRequest, session: ScaSession, *, fresh: bool = 
             error=_("Choose one of the listed contexts."),
         )
     services.sca_choose_context(session=session, agreement=agreement)
-    handler = PURPOSES[session.purpose]
-    return _screen(request, session, handler.template, **handler.review_context(session))
+    return _next_step(request)
+
+
+def _next_step(request: HttpRequest) -> HttpResponse:
+    """A step done: the browser GETs the same address for the next screen (303, Post/Redirect/Get). Every screen
+    in the browser's history is then a GET of this address, which the back button asks for again (the pages are
+    never cached): a finished SCA answers "This approval is finished", never a resubmission of a form."""
+    return HttpResponseRedirect(request.get_full_path(), status=303)
 
 
 def _review(request: HttpRequest, session: ScaSession, now: dt.datetime) -> HttpResponse:

@@ -117,6 +117,36 @@ def poll_soon(payment: Payment) -> None:
     transaction.on_commit(lambda: poll_payment.delay(payment_pk), robust=True)
 
 
+def polls_after_bank_batches(*, limit: int = DISPATCH_BATCH) -> list[int]:
+    """The bank's batches have just run (the sandbox's control, sandbox_admin): read at once the status of every
+    payment that is still being polled and is not waiting for a signer, instead of waiting for the next batch
+    time on the real clock. Their next poll becomes due now and the polls are enqueued when the transaction
+    commits; a poll already running keeps its lease and the new one finds it taken (one poller per payment).
+    Returns the payments' ids."""
+    from payments.tasks import poll_payment
+
+    now = timezone.now()
+    ids = list(
+        Payment.objects.filter(next_poll_at__isnull=False)  # the polling index (Payment.Meta)
+        .exclude(payment_id="")
+        .exclude(transaction_status__in=FINAL_TRANSACTION_STATUSES | WAITING_FOR_SIGNERS)
+        .order_by("next_poll_at", "id")
+        .values_list("id", flat=True)[:limit]
+    )
+    if not ids:
+        return []
+    Payment.objects.filter(pk__in=ids).update(next_poll_at=now)
+
+    def enqueue() -> None:
+        for payment_id in ids:
+            poll_payment.delay(payment_id)
+
+    # robust: a broker that cannot be reached must not fail the staff request; the polls are due in the
+    # database, and beat's dispatcher enqueues them within a minute.
+    transaction.on_commit(enqueue, robust=True)
+    return ids
+
+
 def due_payment_ids(*, now: datetime | None = None, limit: int = DISPATCH_BATCH) -> list[int]:
     """Payments whose next poll is due and whose lease (if any) has expired, oldest due first."""
     now = now or timezone.now()

@@ -366,6 +366,12 @@ def test_refresh_now_against_the_sandbox_bank_reads_transactions_with_the_psu_pr
 
     portal_connect(alice_client)
     current = BankAccount.objects.get(connection__user=alice, name="Brukskonto")
+    assert Transaction.objects.filter(account=current).exists()  # read while connecting
+    # As if never read: "Refresh now" reads the whole history again.
+    Transaction.objects.filter(account=current).delete()
+    BankAccount.objects.filter(pk=current.pk).update(
+        transactions_synced_to=None, transactions_synced_from=None, transactions_refreshed_at=None
+    )
     BankCall.objects.all().delete()
 
     response = alice_client.post(f"/bank/accounts/{current.pk}/refresh/", REMOTE_ADDR="203.0.113.9", follow=True)

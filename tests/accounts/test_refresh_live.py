@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from accounts import refresh
@@ -30,13 +32,14 @@ def known_state(live_bank):
 def test_five_unattended_refreshes_never_trigger_the_banks_429(known_state, alice_client, alice):
     portal_connect(alice_client)
     account = BankAccount.objects.filter(connection__user=alice, kind="account").order_by("pk").first()
+    read_at_connect = Transaction.objects.filter(account=account).count()
+    assert read_at_connect > 0  # the sandbox's seeded history, read while the PSU connected
     BankCall.objects.all().delete()
 
     outcomes = [refresh.account_refresh(account_id=account.pk) for _ in range(5)]
 
     assert [o.ok for o in outcomes] == [True, True, True, True, False], [o.message for o in outcomes]
-    assert outcomes[0].transactions_new > 0  # the sandbox's seeded history (90 days of it)
-    assert all(o.transactions_new == 0 for o in outcomes[1:4])  # repeated syncs: nothing duplicated
+    assert all(o.transactions_new == 0 for o in outcomes[:4])  # repeated syncs: nothing duplicated
     unattended = BankCall.objects.filter(psu_present=False)
     assert unattended.count() == 8 and not unattended.filter(status=429).exists()
     assert set(unattended.values_list("status", flat=True)) == {200}
@@ -88,3 +91,30 @@ def test_each_refresh_task_opens_its_own_connection_to_the_bank(known_state, ali
     second = refresh.refresh_due(account_ids=[accounts[1].pk], planned_at=planned)
     assert all(o.ok for o in second.values())
     assert len(connects) == 2
+
+
+def test_connecting_reads_the_transactions_at_once_and_spends_no_unattended_call(known_state, alice_client, alice):
+    response, _params = portal_connect(alice_client)
+
+    assert response.status_code == 302
+    accounts = list(BankAccount.objects.filter(connection__user=alice, consented=True).order_by("pk"))
+    assert len(accounts) == 3  # Private Customer 1: two accounts and a card account
+    for account in accounts:
+        assert account.transactions_refreshed_at is not None, account
+    assert Transaction.objects.filter(account__in=accounts).count() > 0
+    assert {
+        kind for kind in Transaction.objects.filter(account__in=accounts).values_list("account__kind", flat=True)
+    } == {
+        "account",
+        "card",
+    }
+    # attended: every call carried PSU-IP-Address, and the unattended allowance is untouched
+    reads = BankCall.objects.filter(path_template__endswith="/transactions")
+    assert reads.count() >= len(accounts) and not reads.filter(psu_present=False).exists()
+    assert not RefreshCall.objects.exists()
+    messages = [str(m) for m in alice_client.get(response["Location"]).context["messages"]]
+    assert messages == ["Your bank is connected."]
+    # the account page says when the transactions were read, not "never"
+    page = alice_client.get(f"/bank/accounts/{accounts[0].pk}/").content.decode()
+    read = re.search(r"<dt>Transactions read</dt>\s*<dd>([^<]*)</dd>", page)
+    assert read and read.group(1).strip() not in ("", "never"), read

@@ -239,3 +239,21 @@ def accounts_of(bank: Bank) -> dict[str, dict[str, Any]]:
     response = bank.get("/v1/accounts")
     assert response.status_code == 200, response.content
     return {a["name"]: a for a in response.json()["accounts"]}
+
+
+@pytest.fixture(autouse=True)
+def test_client_follows_see_other(monkeypatch):
+    """A browser answers the SCA screens' 303 (a step done: Post/Redirect/Get) with a GET of the same address; the
+    test client does the same for a 303 within this site, so that the tests read the next screen as the PSU sees
+    it. Every other answer is returned as it comes (the redirect back to the TPP stays a 302 to read)."""
+    original = Client.post
+
+    def post(self, path, *args, **kwargs):
+        answer = original(self, path, *args, **kwargs)
+        if answer.status_code == 303 and answer["Location"].startswith("/") and not kwargs.get("follow"):
+            page = self.get(answer["Location"])
+            page.see_other = answer
+            return page
+        return answer
+
+    monkeypatch.setattr(Client, "post", post)

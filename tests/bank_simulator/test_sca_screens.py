@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from babel.messages.pofile import read_po
 from django.core.management import call_command
 from django.test import Client, RequestFactory
 
-from bank_simulator.models import Consent
+from bank_simulator.models import Consent, ScaSession
 from bank_simulator.views.sca import screen_language
 from tests.bank_simulator.conftest import PRIVATE_1, form_accounts, form_agreements, redirect_params, sca_path
 from tests.bank_simulator.pis.helpers import account, body, identify, initiate, pin_clock, start_authorisation
@@ -119,24 +120,43 @@ def test_the_sca_pages_are_never_cached(bank):
     assert "no-store" in page["Cache-Control"]
 
 
+def test_each_step_done_is_a_303_to_the_same_address(bank):
+    """Post/Redirect/Get: every screen in the browser's history is a GET of the SCA's address, so the back button
+    asks for it again instead of offering to resubmit a form."""
+    path = _start(bank)
+    browser = Client()
+    identified = browser.post(path, {"identity": PRIVATE_1, "action": "identify"})
+    assert identified.see_other.status_code == 303 and identified.see_other["Location"] == path
+    assert identified.status_code == 200 and 'name="agreement"' in identified.content.decode()
+    assert "no-store" in identified.see_other["Cache-Control"]
+    chosen = browser.post(
+        path, {"agreement": form_agreements(identified.content.decode())[0], "action": "context"}
+    )
+    assert chosen.see_other.status_code == 303 and chosen.see_other["Location"] == path
+    assert 'value="approve"' in chosen.content.decode()
+    wrong = Client().post(_start(bank), {"identity": "01019000083", "action": "identify"})
+    assert wrong.status_code == 400 and not hasattr(wrong, "see_other")  # an error stays on its screen
+
+
 def test_back_after_approval_shows_already_done_with_a_link_to_the_provider(bank):
     path = _start(bank)
     browser = Client()
     review = _to_review(browser, path)
     redirect_params(browser.post(path, {"account": list(form_accounts(review)), "action": "approve"}))
+    session = ScaSession.objects.get()
     for again in (
         browser.get(path),
         browser.post(path, {"account": list(form_accounts(review)), "action": "approve"}),
     ):
         html = again.content.decode()
         assert again.status_code == 409
-        assert "Already done" in html and "You have already approved this" in html
-        assert '<a class="back" href="https://tpp.example/">Back to ' in html
+        assert "This approval is finished" in html and "You have already approved this" in html
+        assert f'<a class="back" href="{escape(session.redirect_uri)}">Back to ' in html
         assert "<form" not in html and 'value="approve"' not in html
     assert Consent.objects.count() == 1
     # In bokmål too.
     html = Client(headers={"Accept-Language": "nb"}).get(path).content.decode()
-    assert "Allerede utført" in html and "Tilbake til " in html
+    assert "Denne godkjenningen er fullført" in html and "Tilbake til " in html
 
 
 def test_back_after_cancelling_shows_that_it_ended(bank):
@@ -147,7 +167,8 @@ def test_back_after_cancelling_shows_that_it_ended(bank):
     again = browser.get(path)
     html = again.content.decode()
     assert again.status_code == 409
-    assert "already ended" in html and 'href="https://tpp.example/"' in html and "<form" not in html
+    session = ScaSession.objects.get()
+    assert "already ended" in html and f'href="{escape(session.redirect_uri)}"' in html and "<form" not in html
 
 
 # --- the catalogue --------------------------------------------------------------------------------------------

@@ -222,3 +222,23 @@ def test_state_tokens_carry_at_least_128_random_bits(alice):
     }
     assert len(tokens) == 50
     assert all(len(t) >= 43 for t in tokens)  # token_urlsafe(32): 256 bits in 43 base64url characters
+
+
+def test_the_banks_back_link_without_an_answer_says_where_things_are_and_spends_nothing(alice_client, state):
+    """The "Back to" link of a bank's SCA screen that is already finished: the redirect URI with the portal's own
+    state only. Nothing accepted, the state not used; never cached, as every answer of the callback."""
+    response = alice_client.get(CALLBACK_PATH, {"state": state.token})
+
+    assert response.status_code == 200
+    body = response.content.decode()
+    assert "Back from the bank" in body and "The approval at the bank is finished" in body
+    assert 'href="/payments/"' in body and 'href="/bank/connections/"' in body
+    assert "no-store" in response["Cache-Control"]
+    state.refresh_from_db()
+    assert state.used_at is None and _nothing_stored()
+
+
+@pytest.mark.parametrize("query", [{}, {"state": "x"}, {"error": "access_denied"}])
+def test_no_answer_of_the_callback_is_cached(alice_client, client, query):
+    for browser in (alice_client, client):
+        assert "no-store" in browser.get(CALLBACK_PATH, query)["Cache-Control"]

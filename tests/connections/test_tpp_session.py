@@ -83,6 +83,19 @@ def test_the_session_id_is_encrypted_at_rest(alice):
 # --- each redirect its own state --------------------------------------------------------------------------
 
 
+class _NoTransactions:
+    """The bank's transaction pages of an account without transactions: one page, complete, empty."""
+
+    complete, count = True, 1
+
+    def __iter__(self):
+        return iter(())
+
+
+def _no_transactions(resource_id, *, psu, **kw):
+    return _NoTransactions()
+
+
 @pytest.fixture
 def bank(monkeypatch):
     """The bank's answers: accounts by PSU-ID, agreements by PSU-ID, and the SCA starts it was asked for."""
@@ -97,14 +110,18 @@ def bank(monkeypatch):
         accounts = SimpleNamespace(
             list=lambda *, psu, **kw: stand_in.accounts.get(psu.psu_id, []),
             balances=lambda resource_id, *, psu: bank_models.AccountBalances.from_json({"balances": []}),
+            transaction_pages=_no_transactions,
         )
-        card_accounts = SimpleNamespace(list=lambda *, psu, **kw: [], balances=accounts.balances)
+        card_accounts = SimpleNamespace(
+            list=lambda *, psu, **kw: [], balances=accounts.balances, transaction_pages=_no_transactions
+        )
         consents = SimpleNamespace(
             start=start, users=start, agreements=lambda *, psu: stand_in.agreements.get(psu.psu_id, [])
         )
 
     monkeypatch.setattr("connections.services.bank_client", Client)
     monkeypatch.setattr("accounts.services.bank_client", Client)
+    monkeypatch.setattr("accounts.refresh.bank_client", Client)  # the transactions read after the consent
     return stand_in
 
 

@@ -447,3 +447,27 @@ def test_a_cancelled_approval_changes_nothing_shows_the_banks_status_and_can_be_
     assert authorisation.completed_at is not None and authorisation.failed_at is None
     assert PaymentAuthorisation.objects.filter(payment=payment).count() == 1
     assert len(_initiation_calls()) == 1
+
+
+def test_an_approval_at_the_bank_spares_the_password_for_the_next_payment(live_bank, alice_client, alice):  # noqa: F811
+    portal_connect(alice_client)
+    account = str(_brukskonto(alice).pk)
+    first = _draft(alice_client, cross_border(account, amount="100"))
+    sent = alice_client.post(f"/payments/{first.pk}/review/", {"idempotency_key": str(first.idempotency_key)})
+    assert sent.status_code == 302 and sent["Location"].startswith(live_bank)
+    assert REAUTHENTICATED_KEY not in alice_client.session  # a submitted payment asks for the password again ...
+    _approve_at_bank(alice_client, sent["Location"])  # ... unless its approval at the bank is completed
+
+    second = _draft(alice_client, cross_border(account, amount="200"))
+    review = alice_client.get(f"/payments/{second.pk}/review/")
+    assert review.status_code == 200  # no password page in between
+    sent = alice_client.post(f"/payments/{second.pk}/review/", {"idempotency_key": str(second.idempotency_key)})
+    assert sent.status_code == 302 and sent["Location"].startswith(live_bank)
+    records = alice_client.session["account_authentication_methods"]
+    assert records[-1]["method"] == "bank_sca" and "reauthenticated" not in records[-1]
+
+    # The second payment's approval was never completed: the third one asks for the password.
+    third = _draft(alice_client, cross_border(account, amount="300"))
+    asked = alice_client.post(f"/payments/{third.pk}/review/", {"idempotency_key": str(third.idempotency_key)})
+    assert asked.status_code == 302 and asked["Location"].startswith("/auth/confirm-password/")
+    assert Payment.objects.get(pk=third.pk).state == PaymentState.DRAFT

@@ -16,6 +16,7 @@ PAGES = [
     ("sandbox_admin:account-create", "?customer=enc!!x"),
     ("sandbox_admin:transaction-create", "?customer=enc!!x"),
     ("sandbox_admin:reset", ""),
+    ("sandbox_admin:clock", ""),
 ]
 
 
@@ -65,3 +66,19 @@ def test_a_staff_member_gets_404_for_a_missing_or_unknown_customer_id(charlie_cl
     assert response.status_code == 404
     call = BankCall.objects.get()
     assert call.status == 404 and call.user.email == "charlie@example.com"
+
+
+def test_the_clock_buttons_need_the_change_permission_and_a_csrf_token(charlie, settings):
+    from django.contrib.auth.models import Permission
+    from django.test import Client
+
+    settings.BANK_IS_SANDBOX = True
+    url = reverse("sandbox_admin:clock")
+    forged = Client(enforce_csrf_checks=True)
+    forged.force_login(charlie)
+    assert forged.post(url, {"move": "day"}).status_code == 403  # no CSRF token: refused before the view
+    charlie.user_permissions.remove(Permission.objects.get(codename="change_sandbox"))
+    reader = Client()
+    reader.force_login(charlie)
+    assert reader.post(url, {"move": "day"}).status_code == 403  # may view the area, not move the bank's clock
+    assert not BankCall.objects.exists()

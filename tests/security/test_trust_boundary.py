@@ -55,6 +55,19 @@ class Bank:
         self.calls.append(("consent ended", psu.psu_id))
 
 
+class _NoTransactions:
+    """The bank's transaction pages of an account without transactions: one page, complete, empty."""
+
+    complete, count = True, 1
+
+    def __iter__(self):
+        return iter(())
+
+
+def _no_transactions(resource_id, *, psu, **kw):
+    return _NoTransactions()
+
+
 @pytest.fixture
 def bank(monkeypatch) -> Bank:
     stand_in = Bank()
@@ -63,13 +76,18 @@ def bank(monkeypatch) -> Bank:
         """The client's services, answering from the stand-in."""
 
         accounts = SimpleNamespace(
-            list=lambda *, psu, **kw: stand_in.accounts_for(psu), balances=stand_in.balances
+            list=lambda *, psu, **kw: stand_in.accounts_for(psu),
+            balances=stand_in.balances,
+            transaction_pages=_no_transactions,
         )
-        card_accounts = SimpleNamespace(list=stand_in.card_accounts, balances=stand_in.balances)
+        card_accounts = SimpleNamespace(
+            list=stand_in.card_accounts, balances=stand_in.balances, transaction_pages=_no_transactions
+        )
         consents = SimpleNamespace(agreements=stand_in.agreements, delete=stand_in.consent_delete)
 
     monkeypatch.setattr("connections.services.bank_client", Client)
     monkeypatch.setattr("accounts.services.bank_client", Client)
+    monkeypatch.setattr("accounts.refresh.bank_client", Client)  # the transactions read after the consent
     return stand_in
 
 

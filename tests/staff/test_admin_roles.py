@@ -174,3 +174,17 @@ def test_the_admin_index_links_to_the_dashboard_and_the_audit_log(support_client
     assert reverse("admin:tpp_portal_bankcall_changelist") in page
     # Staff without a role see neither (they could not open them).
     assert reverse("staff-dashboard") not in charlie_client.get(reverse("admin:index")).content.decode()
+
+
+@pytest.mark.parametrize("page", ["admin:index", "staff-dashboard"])
+def test_the_admin_index_and_the_dashboard_link_to_the_sandbox_area_of_a_sandbox_bank(
+    settings, support_client, operator_client, page
+):
+    links = [reverse("sandbox_admin:customers"), reverse("sandbox_admin:clock")]
+    settings.BANK_IS_SANDBOX = True
+    for client in (support_client, operator_client):  # both roles may open the area (support only reads it)
+        body = client.get(reverse(page)).content.decode()
+        assert all(f'href="{link}"' in body for link in links), body
+    settings.BANK_IS_SANDBOX = False  # another bank: the area is a 404, so no link
+    body = support_client.get(reverse(page)).content.decode()
+    assert not any(link in body for link in links)

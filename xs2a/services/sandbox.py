@@ -19,7 +19,28 @@ def _customers(data: Any) -> list[models.SandboxCustomer]:
 
 class SandboxService(Service):
     """``client.sandbox``: customers, accounts, agreements, mock transactions, initialisation (spec 4.2, 4.3;
-    facts.md section 1)."""
+    facts.md section 1), the business clock and the payment batches."""
+
+    def clock(self) -> models.SandboxClock:
+        """GET /v1/sandbox/clock: the bank's business time and its offset from the real clock."""
+        return self._requester.call("GET", "/v1/sandbox/clock", reader=models.SandboxClock.from_json)
+
+    def run_batches(
+        self, *, advance_seconds: int | None = None, until_next_batch: bool = False
+    ) -> models.SandboxClock:
+        """POST /v1/sandbox/batches/run. Without arguments: the batches that are due, then one extra batch now;
+        ``advance_seconds``: the clock moves forward and every batch passed runs; ``until_next_batch``: the clock
+        moves to the next scheduled batch, which runs."""
+        if advance_seconds is not None and until_next_batch:
+            raise ValueError("advance_seconds or until_next_batch, not both")
+        body: dict[str, Any] = {}
+        if advance_seconds is not None:
+            body["advanceSeconds"] = advance_seconds
+        if until_next_batch:
+            body["untilNextBatch"] = True
+        return self._requester.call(
+            "POST", "/v1/sandbox/batches/run", reader=models.SandboxClock.from_json, json_body=body
+        )
 
     def customers(
         self, *, with_accounts: bool = False, with_agreements: bool = False
