@@ -18,10 +18,9 @@ accounts each) to W worker processes, which run the task's work (``accounts.refr
 reservation, the unattended balances read, the transaction pages, the storing, the audit rows); the clock stops
 when the last account is done. Reported: accounts/s (goal >= 100), unattended bank calls per account, database
 queries per account (counted in the workers), and the CPU time each side spent per account in the cycle: each of
-the bank's gunicorn worker processes, each refresh worker, the planner. The bank's keep-alive connections stay with
-the gunicorn worker that accepted them, so in some runs one bank process serves both refresh workers (one core, its
-threads contending) and in others each has its own: the per-process figures show which, and the rate differs with
-it.
+the bank's gunicorn worker processes, each refresh worker, the planner. A keep-alive connection stays with the
+gunicorn worker that accepted it; each refresh task connects afresh (``accounts.refresh``), so the tasks spread over
+the bank's processes; the per-process figures show how evenly.
 Baseline in the same run: W processes reading the same two resources per account with the bare xs2a client (no
 database, no ledger, no audit), unattended as in the cycle (the second such read of the day for each account,
 within the bank's allowance), so that the bank does the same counting work.
