@@ -19,8 +19,8 @@ reservation, the unattended balances read, the transaction pages, the storing, t
 when the last account is done. Reported: accounts/s (goal >= 100), unattended bank calls per account, database
 queries per account (counted in the workers), and the CPU time each side spent per account in the cycle: each of
 the bank's gunicorn worker processes, each refresh worker, the planner. A keep-alive connection stays with the
-gunicorn worker that accepted it; each refresh task connects afresh (``accounts.refresh``), so the tasks spread over
-the bank's processes; the per-process figures show how evenly.
+gunicorn worker that accepted it; each refresh task connects afresh (``accounts.refresh``), so the tasks spread
+over the bank's processes; the per-process figures show how evenly.
 Baseline in the same run: W processes reading the same two resources per account with the bare xs2a client (no
 database, no ledger, no audit), unattended as in the cycle (the second such read of the day for each account,
 within the bank's allowance), so that the bank does the same counting work.
@@ -251,6 +251,7 @@ def _cycle(workers: int, bank_pids: list[int]) -> tuple[float, int, int, int, di
 def _direct_reader(args) -> int:
     from datetime import UTC, datetime, timedelta
 
+    from accounts.refresh import TASK_ACCOUNTS
     from accounts.sync import UNATTENDED_HISTORY_DAYS
     from xs2a.psu import PsuContext
 
@@ -263,6 +264,8 @@ def _direct_reader(args) -> int:
         pages = client.accounts.transaction_pages(rid, psu=psu, booking_status="both", date_from=since)
         next(iter(pages))  # the first page, as the cycle reads (one page: the bank's default page size)
         reads += 1
+        if reads % TASK_ACCOUNTS == 0:  # connecting afresh as often as the cycle's tasks do
+            client.close()
     client.close()
     return reads
 
