@@ -31,6 +31,18 @@ def _fast_password_hashing(settings):
 
 
 @pytest.fixture(autouse=True)
+def _default_language():
+    """Each test starts in the site's default language: a request the test client made in bokmål leaves bokmål
+    active in the thread (the locale middleware activates, nothing deactivates), which the next test would read."""
+    from django.utils import translation
+
+    with translation.override(None):
+        translation.activate("en")
+        yield
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def _own_cache_and_inline_mails(settings, request):
     """Each test its own empty cache (allauth counts sign-in failures and mails there: one test's failures must
     not lock out the next), and the account mails sent by the page itself instead of the worker, so that

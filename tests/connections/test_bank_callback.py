@@ -149,7 +149,9 @@ def test_a_failure_redirect_explains_the_code_and_spends_and_stores_nothing(alic
     assert "The approval at the bank was stopped before it was completed." in body
     assert "The PSU cancelled." not in body and "SANDBOX-SCA" not in body
     # The code and status only for support, folded away under "Details".
-    before, details, after = re.split(r'<details class="technical-details">|</details>', body)
+    start = body.index('<details class="technical-details">')
+    end = body.index("</details>", start)
+    before, details, after = body[:start], body[start:end], body[end:]
     assert "SCA_INVALID" not in before + after and "401" not in before + after
     assert "<summary>Details</summary>" in details
     assert "<dt>Code</dt><dd><code>SCA_INVALID</code></dd>" in details
