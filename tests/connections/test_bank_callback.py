@@ -4,7 +4,6 @@ a refused callback never reaches the bank)."""
 from __future__ import annotations
 
 import hashlib
-import re
 import uuid
 from datetime import timedelta
 

@@ -150,7 +150,8 @@ def test_the_form_shows_the_kid_error_next_to_the_field(alice_client):
     )
     html = response.content.decode()
     assert response.status_code == 200 and not Payment.objects.exists()
-    assert re.search(r'id="id_kid_error"[^>]*>(<span class="visually-hidden">Error: </span>)?This KID is not valid', html)
+    error = r'id="id_kid_error"[^>]*>(<span class="visually-hidden">Error: </span>)?This KID is not valid'
+    assert re.search(error, html)
     assert 'value="20261146"' in html  # nothing typed is lost
 
 
