@@ -557,18 +557,23 @@ def _error_outcome(
     return RefreshOutcome(ok=False, message=_join(message, _bank_text(error)), **counts)
 
 
-def transactions_refresh_for_user(*, user: Any, presence: PsuContext) -> list[RefreshOutcome]:
-    """The transactions of every consented account of the user's active connections, with the PSU present."""
-    ids = list(
+def _readable_account_ids(**of: Any) -> list[int]:
+    """The consented accounts of active connections with account access (narrowed by ``of``), in order."""
+    return list(
         BankAccount.objects.filter(
-            connection__user=user,
             connection__state=ConnectionState.ACTIVE,
             connection__access=ConnectionAccess.ACCOUNTS,
             consented=True,
+            **of,
         )
         .order_by("pk")
         .values_list("pk", flat=True)
     )
+
+
+def transactions_refresh_for_user(*, user: Any, presence: PsuContext) -> list[RefreshOutcome]:
+    """The transactions of every consented account of the user's active connections, with the PSU present."""
+    ids = _readable_account_ids(connection__user=user)
     if not ids:
         return []
     outcomes = _refresh(account_ids=ids, presence=presence, actor=user, planned_at=None, balances=False)
@@ -582,16 +587,7 @@ def connection_read_transactions(
     transactions of the connection's accounts at once, while the PSU is present (PSU-IP-Address sent, so nothing
     counts against the bank's allowance of unattended calls), so that the account pages show them without
     "Refresh now". A connection that did not become active (no account chosen, a bank error) is left alone."""
-    ids = list(
-        BankAccount.objects.filter(
-            connection=connection,
-            connection__state=ConnectionState.ACTIVE,
-            connection__access=ConnectionAccess.ACCOUNTS,
-            consented=True,
-        )
-        .order_by("pk")
-        .values_list("pk", flat=True)
-    )
+    ids = _readable_account_ids(connection=connection)
     if not ids:
         return FetchOutcome(connection)
     outcomes = _refresh(account_ids=ids, presence=presence, actor=actor, planned_at=None, balances=False)
