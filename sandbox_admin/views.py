@@ -14,6 +14,7 @@ path segments, so any character the bank uses survives.
 
 from __future__ import annotations
 
+import datetime
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import formats
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -342,7 +344,8 @@ def _batches_message(run: services.BatchesRun, move: str) -> str:
     }[move]
     steps = run.clock.payment_steps or 0
     text = (
-        f"{moved}: {steps} payment step{'s' if steps != 1 else ''}. Bank time {run.clock.now:%Y-%m-%d %H:%M} UTC."
+        f"{moved}: {steps} payment step{'s' if steps != 1 else ''}. "
+        f"Bank time {formats.date_format(run.clock.now.astimezone(datetime.UTC), 'DATETIME_FORMAT')} UTC."
     )
     if run.polled:
         count = len(run.polled)

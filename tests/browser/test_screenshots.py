@@ -128,7 +128,7 @@ class Screen:
 def _submit_empty_payment_form(page, data: Data) -> None:
     """The payment form sent with a bad amount and nothing else: the errors are on the page."""
     page.locator("[name=amount]").fill("10.555")
-    page.locator("form[method=post] button[type=submit].button").last.click()
+    page.locator("main form[method=post] button[type=submit].button").last.click()
     page.wait_for_load_state("load")
     assert page.locator(".field-error").count() >= 2, "the form showed no errors"
 
