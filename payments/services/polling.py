@@ -120,11 +120,9 @@ def poll_soon(payment: Payment) -> None:
 def polls_after_bank_batches(*, limit: int = DISPATCH_BATCH) -> list[int]:
     """The bank's batches have just run (the sandbox's control, sandbox_admin): read at once the status of every
     payment that is still being polled and is not waiting for a signer, instead of waiting for the next batch
-    time on the real clock. Their next poll becomes due now and the polls are enqueued when the transaction
-    commits; a poll already running keeps its lease and the new one finds it taken (one poller per payment).
+    time on the real clock. Their next poll becomes due now and beat's dispatcher (``polls_dispatch``) runs at
+    once when the transaction commits; a poll already running keeps its lease (one poller per payment).
     Returns the payments' ids."""
-    from payments.tasks import poll_payment
-
     now = timezone.now()
     ids = list(
         Payment.objects.filter(next_poll_at__isnull=False)  # the polling index (Payment.Meta)
@@ -136,14 +134,9 @@ def polls_after_bank_batches(*, limit: int = DISPATCH_BATCH) -> list[int]:
     if not ids:
         return []
     Payment.objects.filter(pk__in=ids).update(next_poll_at=now)
-
-    def enqueue() -> None:
-        for payment_id in ids:
-            poll_payment.delay(payment_id)
-
     # robust: a broker that cannot be reached must not fail the staff request; the polls are due in the
     # database, and beat's dispatcher enqueues them within a minute.
-    transaction.on_commit(enqueue, robust=True)
+    transaction.on_commit(lambda: polls_dispatch(now=now), robust=True)
     return ids
 
 
