@@ -143,6 +143,40 @@ def test_an_unattended_refresh_takes_the_same_few_statements_for_one_account_or_
     assert _statements(alice, monkeypatch, 20) == one
 
 
+def test_a_task_of_accounts_with_different_cursors_stores_each_ones_own(alice, monkeypatch):
+    """The rows are updated in one UPDATE per distinct read (window and kinds), each with its own cursor: a fresh
+    account starts its history at the read, one whose stored history the read joins keeps its start."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.fake_bank import FakeBank
+
+    monkeypatch.setattr(refresh, "unattended_client", lambda: FakeBank())
+    today = timezone.now().date()
+    fresh = [BankAccountFactory(connection__user=alice) for _ in range(2)]
+    joined = BankAccountFactory(
+        connection__user=alice,
+        transactions_synced_from=today - timedelta(days=200),
+        transactions_synced_to=today - timedelta(days=1),
+    )
+    oldest = today - timedelta(days=sync.UNATTENDED_HISTORY_DAYS)
+
+    with CaptureQueriesContext(connection) as captured:
+        outcomes = refresh.refresh_due(account_ids=[a.pk for a in [*fresh, joined]], planned_at=timezone.now())
+
+    assert all(o.ok for o in outcomes.values())
+    updates = [q["sql"] for q in captured.captured_queries if q["sql"].startswith('UPDATE "accounts_bankaccount"')]
+    assert len(updates) == 2  # the fresh accounts read one window, the joined one another
+    for account in fresh:
+        account.refresh_from_db()
+        assert (account.transactions_synced_from, account.transactions_synced_to) == (oldest, today)
+        assert account.balances_refreshed_at is not None
+        assert account.transactions_refreshed_at == account.balances_refreshed_at
+    joined.refresh_from_db()
+    assert (joined.transactions_synced_from, joined.transactions_synced_to) == (today - timedelta(days=200), today)
+    assert joined.balances_refreshed_at == fresh[0].balances_refreshed_at
+
+
 def test_the_stored_rows_read_are_those_the_answer_names_and_every_pending_row(alice):
     account = BankAccountFactory(connection__user=alice)
     other = BankAccountFactory(connection__user=alice)
