@@ -20,13 +20,11 @@ due, moves it REFRESH_INTERVAL (+ jitter) on, and enqueues one task per account 
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import functools
 import logging
 import random
 from collections import defaultdict
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -370,22 +368,9 @@ class _Read:
 
 
 def _read(
-    *,
-    account: BankAccount,
-    client: Xs2aClient,
-    presence: PsuContext | None,
-    actor: Any,
-    balances: bool,
-    now,
-    side: Executor,
+    *, account: BankAccount, client: Xs2aClient, presence: PsuContext | None, actor: Any, balances: bool, now
 ) -> _Read:
-    """The bank calls of one account: its balances (when asked) and every page of its transactions.
-
-    The balances are asked for on the ``side`` thread while this one reads the transactions, so the account takes
-    the longer of the two answers' times rather than their sum (both calls were reserved together, and the bank
-    counts each kind apart). The balances thread runs in a copy of this context (the audit's); it touches no
-    database. When the balances read fails, the transactions read is not kept either, as when the two ran one
-    after the other."""
+    """The bank calls of one account: its balances (when asked) and every page of its transactions."""
     unattended = presence is None
     window = sync.sync_window(account=account, present=not unattended, today=now.date())
     read = _Read(account=account, window=window)
@@ -398,26 +383,20 @@ def _read(
             reserve(account=account, kinds=(RefreshKind.TRANSACTIONS,))
         read.calls += 1
 
-    with bank_audit_context(user=actor, obj=account):
-        asked: Future[bank_models.AccountBalances] | None = None
-        if balances:
-            read.calls += 1
-            service = client.card_accounts if account.kind == AccountKind.CARD else client.accounts
-            asked = side.submit(contextvars.copy_context().run, service.balances, account.resource_id, psu=psu)
-        try:
+    try:
+        with bank_audit_context(user=actor, obj=account):
+            if balances:
+                read.calls += 1
+                service = client.card_accounts if account.kind == AccountKind.CARD else client.accounts
+                read.answer = service.balances(account.resource_id, psu=psu)
             read.calls += 1  # the first page of transactions
             read.items = sync.fetch_pages(
                 client=client, account=account, psu=psu, window=read.window, before_page=before_page
             )
-        except RefreshRefused as exc:
-            read.refused = exc
-        except Xs2aError as exc:
-            read.error = exc
-        if asked is not None:
-            try:
-                read.answer = asked.result()
-            except Xs2aError as exc:  # the balances' error is the one told (they were asked for first)
-                read.items, read.refused, read.error = None, None, exc
+    except RefreshRefused as exc:
+        read.refused = exc
+    except Xs2aError as exc:
+        read.error = exc
     return read
 
 
@@ -493,10 +472,10 @@ def _refresh(
     client = unattended_client() if unattended else bank_client()
     # The audit rows (one per bank call) are written with the answers, in their transaction; when nothing is
     # stored, when the block ends.
-    with bank_audit_deferred() as flush_audit, ThreadPoolExecutor(1, thread_name_prefix="balances") as side:
+    with bank_audit_deferred() as flush_audit:
         reads = [
-            _read(account=a, client=client, presence=presence, actor=actor, balances=balances, now=now, side=side)
-            for a in granted
+            _read(account=account, client=client, presence=presence, actor=actor, balances=balances, now=now)
+            for account in granted
         ]
         with transaction.atomic():
             _store(reads, now=timezone.now())

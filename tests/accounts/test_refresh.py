@@ -83,37 +83,6 @@ def test_a_sync_needing_more_pages_than_the_allowance_stops_without_moving_the_c
     assert refresh.account_refresh(account_id=account.pk, presence=PRESENT).transactions_new == 9
 
 
-def test_balances_and_transactions_are_asked_for_side_by_side_and_a_balances_error_keeps_neither(bank, account):
-    """The two reads of an account run at once; when the balances read fails, the transactions read that came
-    back is not stored either (as when the balances were read first and the refresh stopped there)."""
-    bank.booked = [booked("B1", "-10.00", timezone.now().date())]
-    both_asked = threading.Barrier(2, timeout=5)
-    original = bank.send
-
-    def send(request, **kwargs):
-        both_asked.wait()  # each call waits for the other: they are only answered when both were sent
-        return original(request, **kwargs)
-
-    bank.send = send
-    assert refresh.account_refresh(account_id=account.pk).ok
-    assert bank.calls(kind="balances") == bank.calls(kind="transactions") == 1
-
-    bank.unattended[(account.resource_id, "balances")] = [timezone.now()] * 4  # the bank refuses the balances
-    bank.send = original
-    bank.booked.append(booked("B2", "-20.00", timezone.now().date()))
-    account.refresh_from_db()
-    before = (account.transactions_refreshed_at, account.balances_refreshed_at)
-
-    outcome = refresh.account_refresh(account_id=account.pk)
-
-    assert not outcome.ok and "The bank's limit is reached" in outcome.message
-    assert bank.calls(kind="transactions") == 2  # it was asked for, and answered ...
-    account.refresh_from_db()
-    assert (account.transactions_refreshed_at, account.balances_refreshed_at) == before  # ... but not kept
-    assert list(Transaction.objects.filter(account=account).values_list("transaction_id", flat=True)) == ["B1"]
-    assert BankCall.objects.filter(path_template__endswith="/balances", status=429).count() == 1
-
-
 def test_a_429_blocks_unattended_refreshes_until_the_banks_reset(bank, account):
     bank.fail_with = 429
     bank.retry_after = "7200"
@@ -169,10 +138,10 @@ def test_unattended_calls_are_audited_without_psu_presence(bank, account, settin
     refresh.account_refresh(account_id=account.pk)
 
     # The ledger's rows name the account and the kind; the client audits each call (one BankCall row each,
-    # about the account, without PSU presence; the two calls run side by side, so in either order).
+    # about the account, without PSU presence).
     assert sorted(RefreshCall.objects.values_list("kind", flat=True)) == ["balances", "transactions"]
     assert set(RefreshCall.objects.values_list("resource_key", flat=True)) == {f"account:{account.resource_id}"}
-    calls = BankCall.objects.order_by("path_template")
+    calls = BankCall.objects.order_by("pk")
     assert [c.path_template for c in calls] == [
         "/v1/accounts/{account_id}/balances",
         "/v1/accounts/{account_id}/transactions",

@@ -160,11 +160,6 @@ def test_a_failed_page_stores_nothing_and_keeps_the_cursor(bank, account):
     assert account.transactions_synced_to == today
 
 
-def _last_transactions_url(bank) -> str:
-    """The last transactions request (the balances, asked for side by side, may have come after it)."""
-    return next(r["url"] for r in reversed(bank.requests) if "/transactions" in r["url"])
-
-
 def test_incremental_sync_starts_at_the_cursor_less_the_overlap(bank, account):
     today = _today()
     BankAccount.objects.filter(pk=account.pk).update(
@@ -173,7 +168,7 @@ def test_incremental_sync_starts_at_the_cursor_less_the_overlap(bank, account):
 
     _refresh(account)
 
-    first = _last_transactions_url(bank)
+    first = bank.requests[-1]["url"]
     assert f"dateFrom={(today - timedelta(days=9)).isoformat()}" in first
     assert "limit" not in first and "offset" not in first and "bookingStatus=both" in first
 
@@ -204,12 +199,12 @@ def test_history_missed_by_an_unattended_first_sync_is_read_once_with_the_psu_pr
 
     _refresh(account)  # the PSU present: the whole history, once
     assert sorted(Transaction.objects.values_list("transaction_id", flat=True)) == ["NEW", "OLD"]
-    assert f"dateFrom={(today - timedelta(days=sync.PRESENT_HISTORY_DAYS)).isoformat()}" in _last_transactions_url(
-        bank
+    assert (
+        f"dateFrom={(today - timedelta(days=sync.PRESENT_HISTORY_DAYS)).isoformat()}" in bank.requests[-1]["url"]
     )
 
     _refresh(account)  # then incremental again
-    assert f"dateFrom={(today - timedelta(days=7)).isoformat()}" in _last_transactions_url(bank)
+    assert f"dateFrom={(today - timedelta(days=7)).isoformat()}" in bank.requests[-1]["url"]
     account.refresh_from_db()
     assert account.transactions_synced_from == today - timedelta(days=sync.PRESENT_HISTORY_DAYS)
 
