@@ -402,8 +402,8 @@ def _read(
 
 def _store(reads: list[_Read], *, now: datetime) -> None:
     """Store what the bank answered about several accounts, in a few statements whatever their number (inside the
-    caller's transaction): the accounts' rows locked by pk and updated (refresh times, cursors), their
-    transactions (accounts/sync.py), their balance snapshots."""
+    caller's transaction): the accounts' rows locked by pk and updated (refresh times, cursors: one UPDATE per
+    distinct read), their transactions (accounts/sync.py), their balance snapshots."""
     reads = [r for r in reads if r.answer is not None or r.items is not None]
     if not reads:
         return
