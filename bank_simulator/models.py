@@ -150,10 +150,11 @@ class Transaction(models.Model):
 
     class Meta:
         indexes = [
-            # selectors.transaction_page (one account's booked or pending items, newest first: the index's order,
-            # no sort) and selectors.account_balances (the pending items and those booked from today).
+            # selectors.transaction_page (one account's items, pending before booked, each newest first: the
+            # index's order, no sort) and selectors.account_balances (the pending items and those booked from
+            # today).
             models.Index(
-                fields=["account", "booking_status", "-booking_date", "-sequence", "-id"], name="tx_listing_idx"
+                fields=["account", "-booking_status", "-booking_date", "-sequence", "-id"], name="tx_listing_idx"
             ),
             # transactions_settle_due: pending items whose booking day has come.
             models.Index(fields=["booking_status", "books_on"], name="tx_settle_idx"),

@@ -176,14 +176,14 @@ def card_transaction_json(item: Transaction, account: Account) -> dict[str, Any]
     return data
 
 
-def page_links(base: str, query: dict[str, str], *, offset: int, limit: int, total: int) -> dict[str, Any]:
+def page_links(base: str, query: dict[str, str], *, offset: int, limit: int, more: bool) -> dict[str, Any]:
     def href(at: int) -> str:
         return f"{base}?{urlencode({**query, 'limit': str(limit), 'offset': str(at)})}"
 
     links: dict[str, Any] = {"account": link(base.rsplit("/transactions", 1)[0]), "first": link(href(0))}
     if offset > 0:
         links["previous"] = link(href(max(0, offset - limit)))
-    if offset + limit < total:
+    if more:
         links["next"] = link(href(offset + limit))
     return links
 

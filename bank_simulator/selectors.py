@@ -10,7 +10,7 @@ import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import Count, F, Q, QuerySet, Subquery
+from django.db.models import F, Q, QuerySet, Subquery
 
 from bank_simulator.models import (
     Account,
@@ -29,6 +29,7 @@ from bank_simulator.models import (
 UNATTENDED_WINDOW = dt.timedelta(hours=24)
 TPP_SESSION_VALIDITY = dt.timedelta(hours=1)
 NEWEST_FIRST = ("-booking_date", "-sequence", "-id")  # listings; Transaction's tx_listing_idx ends the same way
+LISTING_ORDER = ("-booking_status", *NEWEST_FIRST)  # pending ("pending" > "booked") first: tx_listing_idx's order
 
 
 def tpp_session_sca_valid(*, tpp_org_id: str, customer: Customer, tpp_session_id: str, now: dt.datetime) -> bool:
@@ -177,7 +178,7 @@ def consented_account(*, consent: Consent, resource_id: str, kind: str) -> Accou
 class TransactionPage:
     booked: list[Transaction]
     pending: list[Transaction]
-    total: int  # items the filters match (what pagination counts)
+    more: bool  # items the filters match lie beyond this page (what the ``next`` link says)
 
 
 def _dated(qs: QuerySet[Transaction], date_from: dt.date | None, date_to: dt.date | None) -> QuerySet[Transaction]:
@@ -186,6 +187,11 @@ def _dated(qs: QuerySet[Transaction], date_from: dt.date | None, date_to: dt.dat
     if date_to:
         qs = qs.filter(booking_date__lte=date_to)
     return qs
+
+
+def _split(rows: list[Transaction]) -> tuple[list[Transaction], list[Transaction]]:
+    booked = [t for t in rows if t.booking_status == BookingStatus.BOOKED]
+    return booked, [t for t in rows if t.booking_status == BookingStatus.PENDING]
 
 
 def transaction_page(
@@ -200,37 +206,39 @@ def transaction_page(
 ) -> TransactionPage:
     """One page of transactions. Pending items come first, then booked ones, newest first.
 
+    One query in the order of ``tx_listing_idx`` (pending sorts after booked, so descending puts it first),
+    reading one item past the page: that item says whether a next page exists, so nothing is counted.
     ``pending_unfiltered`` reproduces the production known issue (spec section 4): every pending item is
-    returned whatever dateFrom, dateTo, limit and offset say, and pagination counts booked items only.
-    Queries: one for both counts, one per list the page reaches.
+    returned whatever dateFrom, dateTo, limit and offset say, and pagination pages through booked items only
+    (a second query).
     """
-    want_booked = booking_status in {"booked", "both", "all"}
-    want_pending = booking_status in {"pending", "both", "all"}
-    of_account = Transaction.objects.filter(account=account)
-    counts = _dated(of_account, date_from, date_to).aggregate(
-        pending=Count("id", filter=Q(booking_status=BookingStatus.PENDING)),
-        booked=Count("id", filter=Q(booking_status=BookingStatus.BOOKED)),
+    if pending_unfiltered and booking_status != "booked":
+        pending = list(transaction_listing(account=account, booking_status=BookingStatus.PENDING))
+        booked: list[Transaction] = []
+        if booking_status != "pending":
+            listing = transaction_listing(
+                account=account, booking_status=BookingStatus.BOOKED, date_from=date_from, date_to=date_to
+            )
+            booked = list(listing[offset : offset + limit + 1])
+        return TransactionPage(booked=booked[:limit], pending=pending, more=len(booked) > limit)
+    listing = transaction_listing(
+        account=account, booking_status=booking_status, date_from=date_from, date_to=date_to
     )
-    booked_count = counts["booked"] if want_booked else 0
-    pending_count = counts["pending"] if want_pending else 0
+    rows = list(listing[offset : offset + limit + 1])
+    booked, pending = _split(rows[:limit])
+    return TransactionPage(booked=booked, pending=pending, more=len(rows) > limit)
 
-    def rows(status: str, start: int, count: int | None, dated: bool = True) -> list[Transaction]:
-        qs = of_account.filter(booking_status=status).order_by(*NEWEST_FIRST)
-        if dated:
-            qs = _dated(qs, date_from, date_to)
-        return list(qs[start:] if count is None else qs[start : start + count])
 
-    if want_pending and pending_unfiltered:
-        pending = rows(BookingStatus.PENDING, 0, None, dated=False)
-        booked = rows(BookingStatus.BOOKED, offset, limit) if booked_count > offset else []
-        return TransactionPage(booked=booked, pending=pending, total=booked_count)
-    pending = rows(BookingStatus.PENDING, offset, limit) if offset < pending_count else []
-    booked: list[Transaction] = []
-    room = limit - len(pending)
-    start = max(0, offset - pending_count)
-    if room > 0 and start < booked_count:
-        booked = rows(BookingStatus.BOOKED, start, room)
-    return TransactionPage(booked=booked, pending=pending, total=pending_count + booked_count)
+def transaction_listing(
+    *, account: Account, booking_status: str, date_from: dt.date | None = None, date_to: dt.date | None = None
+) -> QuerySet[Transaction]:
+    """The account's items of ``booking_status`` (booked, pending, both or all) in the order of ``tx_listing_idx``:
+    pending before booked (``"pending" > "booked"``), each newest first. Both and all filter no status, so the
+    statement reads one range of the index in its own order, with no sort."""
+    listing = Transaction.objects.filter(account=account).order_by(*LISTING_ORDER)
+    if booking_status in {BookingStatus.BOOKED, BookingStatus.PENDING}:
+        listing = listing.filter(booking_status=booking_status)
+    return _dated(listing, date_from, date_to)
 
 
 def customers_list(*, with_accounts: bool, with_agreements: bool) -> list[Customer]:

@@ -217,7 +217,7 @@ def _transactions(api: ApiRequest, resource_id: str, kind: str) -> tuple[int, di
     if date_to:
         query["dateTo"] = date_to.isoformat()
     base = f"{rep.account_path(account)}/transactions"
-    links = rep.page_links(base, query, offset=offset, limit=limit, total=page.total)
+    links = rep.page_links(base, query, offset=offset, limit=limit, more=page.more)
     if kind == AccountKind.CARD:
         lists = {
             "booked": [rep.card_transaction_json(t, account) for t in page.booked],
