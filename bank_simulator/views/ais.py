@@ -101,7 +101,9 @@ def _account(api: ApiRequest, consent: Consent, resource_id: str, kind: str) -> 
 def _check_unattended(api: ApiRequest, account: Account, kind: str) -> None:
     if api.psu_present:
         return
-    used = selectors.unattended_count(tpp_org_id=api.tpp_org_id, account=account, kind=kind, now=api.now)
+    used = selectors.unattended_count(
+        tpp_org_id=api.tpp_org_id, account=account, kind=kind, now=api.now, up_to=UNATTENDED_LIMIT
+    )
     if used >= UNATTENDED_LIMIT:
         raise ApiError(
             429,

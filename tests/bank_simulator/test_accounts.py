@@ -9,7 +9,16 @@ from decimal import Decimal
 
 import pytest
 
-from bank_simulator.models import Account, BookingStatus, Transaction
+from bank_simulator.models import (
+    Account,
+    Agreement,
+    AgreementContext,
+    BookingStatus,
+    Consent,
+    ConsentStatus,
+    PsuIdentity,
+    Transaction,
+)
 from tests.bank_simulator.conftest import CORPORATE_2, PRIVATE_2, accounts_of, error_code, give_consent
 
 AMOUNT = re.compile(r"^-?\d+\.\d{2}$")
@@ -218,6 +227,25 @@ def test_unattended_access_is_limited_to_4_per_account_per_24_hours(private_bank
     private_bank.post("/v1/sandbox/clock", json.dumps({"advanceSeconds": 86401}))
     private_bank.psu_ip = None
     assert private_bank.get(href).status_code == 200
+
+
+def test_a_private_psu_reads_under_its_own_agreements_consent_only(private_bank):
+    """The PSU's latest private consent is taken only when its agreement is the PSU's own: a newer consent row
+    on another customer's private agreement (which no screen of the bank can make) is never the one in force."""
+    account = _main(private_bank)
+    own = Consent.objects.filter(psu__psu_id=private_bank.psu_id).latest("id")
+    other_agreement = Agreement.objects.exclude(owner=own.psu.customer).filter(context=AgreementContext.PRIVATE)[0]
+    Consent.objects.create(  # covers no account: read under it, every account would be refused
+        psu=PsuIdentity.objects.get(psu_id=private_bank.psu_id),
+        agreement=other_agreement,
+        status=ConsentStatus.VALID,
+        sca_completed_at=own.sca_completed_at,
+        valid_until=own.valid_until,
+    )
+    private_bank.psu_ip = None
+    response = private_bank.get(account["_links"]["balances"]["href"])
+    assert response.status_code == 200, response.content
+    assert response.json()["account"]["iban"] == account["iban"]
 
 
 def test_unattended_transactions_older_than_90_days_are_refused(private_bank):
