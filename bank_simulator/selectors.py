@@ -66,13 +66,16 @@ def psu_context(*, psu_id: str, tpp_org_id: str, corporate_id: str | None) -> Ps
 
     The agreement is the private one of a private customer, or the corporate agreement of PSU-Corporate-ID when
     the customer is one of its users. None when the PSU-ID is unknown for this TPP. A PSU with a consent (every
-    account read) costs one query; without one, two or three. Without PSU-Corporate-ID the query asks for the
-    PSU's latest private consent and checks in Python that its agreement is the PSU's own (a private agreement
-    has its owner as its only user), which spares the ORM the join of the agreement's owner to the PSU's
-    customer; should the check fail, the general query below answers.
+    account read) costs one query; without one, three.
+
+    Without PSU-Corporate-ID the first query asks for the PSU's latest private consent and checks in Python that
+    its agreement is the PSU's own (a private agreement has its owner as its only user), which spares the ORM the
+    join of the agreement's owner to the PSU's customer. No private consent at all means none in force either;
+    should the check fail, the general query answers.
     """
-    consent: Consent | None
-    if not corporate_id:  # the latest private consent of the PSU: its own private agreement's (checked)
+    consent: Consent | None = None
+    ask_in_force = bool(corporate_id)
+    if not corporate_id:
         consent = (
             Consent.objects.select_related("psu__customer", "agreement")
             .filter(psu__psu_id=psu_id, psu__tpp_org_id=tpp_org_id, agreement__context=AgreementContext.PRIVATE)
@@ -80,23 +83,23 @@ def psu_context(*, psu_id: str, tpp_org_id: str, corporate_id: str | None) -> Ps
             .order_by("-id")
             .first()
         )
-        if consent is not None and consent.agreement.owner_id == consent.psu.customer_id:
-            return PsuContext(consent.psu, consent.agreement, consent, _offset(consent.clock_offset))  # type: ignore[attr-defined]
-    if corporate_id:
-        in_force = Q(
-            agreement__agreement_id=corporate_id,
-            agreement__context=AgreementContext.CORPORATE,
-            agreement__users=F("psu__customer"),
+        ask_in_force = consent is not None and consent.agreement.owner_id != consent.psu.customer_id
+    if ask_in_force:
+        if corporate_id:
+            in_force = Q(
+                agreement__agreement_id=corporate_id,
+                agreement__context=AgreementContext.CORPORATE,
+                agreement__users=F("psu__customer"),
+            )
+        else:
+            in_force = Q(agreement__owner=F("psu__customer"), agreement__context=AgreementContext.PRIVATE)
+        consent = (
+            Consent.objects.select_related("psu__customer", "agreement")
+            .filter(in_force, psu__psu_id=psu_id, psu__tpp_org_id=tpp_org_id)
+            .annotate(clock_offset=_clock_offset())
+            .order_by("-id")
+            .first()
         )
-    else:
-        in_force = Q(agreement__owner=F("psu__customer"), agreement__context=AgreementContext.PRIVATE)
-    consent = (
-        Consent.objects.select_related("psu__customer", "agreement")
-        .filter(in_force, psu__psu_id=psu_id, psu__tpp_org_id=tpp_org_id)
-        .annotate(clock_offset=_clock_offset())
-        .order_by("-id")
-        .first()
-    )
     if consent is not None:
         return PsuContext(consent.psu, consent.agreement, consent, _offset(consent.clock_offset))  # type: ignore[attr-defined]
     psu = (
