@@ -9,6 +9,7 @@ import time
 
 _used_steps: dict[str, int] = {}  # secret -> the last time step whose code was given out
 _lock = threading.Lock()
+FRESH_FOR = 10.0  # seconds a code given out stays valid at least: filling it in and sending it take time
 
 
 def new_totp_secret() -> str:
@@ -19,17 +20,24 @@ def new_totp_secret() -> str:
 
 
 def totp_code(secret: str) -> str:
-    """The code an authenticator app with ``secret`` shows now.
+    """The code an authenticator app with ``secret`` shows now, with at least ``FRESH_FOR`` seconds left.
 
-    The portal takes each code once (allauth.mfa refuses a code seen within its period), so a second code for the
-    same secret within one period waits for the next period, as a person waits for the app's next code."""
+    The portal takes a code only within its own period (allauth.mfa's TOTP_TOLERANCE is 0) and each code once
+    (it refuses a code seen within its period). A code given out in the last seconds of its period reached the
+    portal in the next one on a busy machine, and was refused; so near a period's end, and for a second code of
+    the same secret within one period, this waits for the next period, as a person waits for the app's next
+    code."""
     from allauth.mfa import app_settings
     from allauth.mfa.totp.internal.auth import format_hotp_value, hotp_value
 
+    period = app_settings.TOTP_PERIOD
     with _lock:
-        step = int(time.time()) // app_settings.TOTP_PERIOD
-        if _used_steps.get(secret, -1) >= step:
-            step = _used_steps[secret] + 1
-            time.sleep(max(0.0, step * app_settings.TOTP_PERIOD - time.time()) + 0.2)
+        now = time.time()
+        step = int(now) // period
+        if (step + 1) * period - now < FRESH_FOR:
+            step += 1
+        step = max(step, _used_steps.get(secret, -1) + 1)
+        if step * period > now:  # the code of a period still to come: wait until it begins
+            time.sleep(step * period - time.time() + 0.2)
         _used_steps[secret] = step
         return format_hotp_value(hotp_value(secret, step))
