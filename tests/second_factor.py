@@ -23,8 +23,8 @@ def totp_code(secret: str) -> str:
     """The code an authenticator app with ``secret`` shows now, with at least ``FRESH_FOR`` seconds left.
 
     The portal takes a code only within its own period (allauth.mfa's TOTP_TOLERANCE is 0) and each code once
-    (it refuses a code seen within its period). A code given out in the last seconds of its period reached the
-    portal in the next one on a busy machine, and was refused; so near a period's end, and for a second code of
+    (it refuses a code seen within its period). A code given out in the last seconds of its period can reach the
+    portal in the next one on a busy machine and be refused; so near a period's end, and for a second code of
     the same secret within one period, this waits for the next period, as a person waits for the app's next
     code."""
     from allauth.mfa import app_settings
