@@ -74,10 +74,15 @@ lint: venv
 	$(BIN)/ruff format --check $(CODE_DIRS) tests
 	$(BIN)/bandit -c pyproject.toml --quiet --recursive $(CODE_DIRS)
 
+# The tests run in TEST_WORKERS processes (pytest-xdist), a test module and its fixtures in one of them; what the
+# processes would otherwise share (Redis, the metric files) tests/workers.py gives each its own. 0: one process.
+TEST_WORKERS ?= 2
+PYTEST_WORKERS = -n $(TEST_WORKERS) $(if $(filter 0,$(TEST_WORKERS)),,--dist loadscope)
+
 test: venv certs messages lint
 	rm -rf $(VAR_DIR)/metrics  # the metric counters of earlier processes (the tests compare before and after)
-	$(BIN)/pytest --ignore=tests/bank_simulator $(PYTEST_ARGS)
-	$(BIN)/pytest tests/bank_simulator --ds=bank_simulator.settings $(PYTEST_ARGS)
+	$(BIN)/pytest $(PYTEST_WORKERS) --ignore=tests/bank_simulator $(PYTEST_ARGS)
+	$(BIN)/pytest $(PYTEST_WORKERS) tests/bank_simulator --ds=bank_simulator.settings $(PYTEST_ARGS)
 
 # The production smoke test alone (tests/production, README): compose's processes behind nginx, on PostgreSQL and
 # Redis, the local servers unless DATABASE_URL and REDIS_URL say otherwise.

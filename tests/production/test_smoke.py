@@ -74,6 +74,7 @@ from tests.e2e.payment_support import (
     shown_status,
 )
 from tests.product import PortalDatabase, Product, csrf_of, wait_until
+from tests.workers import SMOKE_REDIS_DATABASE
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.production, pytest.mark.browser, pytest.mark.live_bank, pytest.mark.timeout(420)]
@@ -82,7 +83,7 @@ PORTAL_SERVICES = ("web", "worker", "beat", "metrics")
 LONG_RUNNING = ("bank", *PORTAL_SERVICES)  # the proxy is nginx, started last; db and redis are the machine's
 FORGED = "203.0.113.9"  # TEST-NET-3: what a client claims to be in X-Forwarded-For
 PASSWORD = "a long production smoke-test password"
-REDIS_DATABASE = 13  # the smoke test's own database number on the machine's Redis (its broker and cache)
+REDIS_DATABASE = SMOKE_REDIS_DATABASE  # its own database on the machine's Redis (its broker and cache)
 HEALTH_TIMEOUT = 120.0
 CHECK_INTERVAL = 15.5  # payments.views_status.CHECK_INTERVAL_SECONDS: one "Check the status now" per 15 s
 TIMEOUT = 60_000  # ms: one browser step
