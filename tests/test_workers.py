@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -39,3 +43,70 @@ def test_this_process_counts_metrics_in_a_folder_of_its_own():
     else:
         assert settings.METRICS_DIR.name == worker
         assert os.environ.get("PYTEST_XDIST_WORKER") == worker
+
+
+ORDERED_RUN = {
+    "conftest.py": """
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    # After pytest-django's order: by name, the committing test first, as a pytest-xdist worker may run it.
+    items.sort(key=lambda item: item.name)
+""",
+    "test_order.py": """
+import pytest
+from django.contrib.auth.models import Group
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_commits_and_its_database_is_flushed():
+    assert Group.objects.filter(name="support").exists()
+
+
+@pytest.mark.django_db
+def test_b_reads_a_role_the_migrations_wrote():
+    assert Group.objects.filter(name="support").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_c_commits_without_asking_for_the_rows():
+    assert Group.objects.filter(name="support").exists()
+""",
+}
+
+
+def run_ordered(tmp_path, *plugins: str) -> tuple[dict[str, str], str]:
+    """The three tests above in a pytest of their own (SQLite), in that order: {test name: outcome}, the output."""
+    for name, text in ORDERED_RUN.items():
+        (tmp_path / name).write_text(text)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DATABASE_URL", "REDIS_URL"))}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    args = ["--ds=tpp_portal.settings", "-p", "no:cacheprovider", "-rA", *[f"-p{p}" for p in plugins]]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
+    found = re.findall(r"^(PASSED|FAILED|ERROR) test_order\.py::(\w+)", done.stdout, re.MULTILINE)
+    outcomes = {test: outcome for outcome, test in found}
+    assert len(outcomes) == 3, done.stdout + done.stderr
+    return outcomes, done.stdout
+
+
+def test_after_a_committing_test_the_next_one_finds_the_migrations_rows(tmp_path):
+    outcomes, output = run_ordered(tmp_path, "tests.workers")
+    assert outcomes == {
+        "test_a_commits_and_its_database_is_flushed": "PASSED",
+        "test_b_reads_a_role_the_migrations_wrote": "PASSED",
+        "test_c_commits_without_asking_for_the_rows": "ERROR",  # stopped at its set-up, with the reason
+    }, output
+    assert "serialized_rollback=True" in output
+
+
+def test_without_the_plugin_the_committing_test_leaves_the_next_one_without_them(tmp_path):
+    outcomes, output = run_ordered(tmp_path)
+    assert outcomes == {
+        "test_a_commits_and_its_database_is_flushed": "PASSED",
+        "test_b_reads_a_role_the_migrations_wrote": "FAILED",
+        "test_c_commits_without_asking_for_the_rows": "FAILED",
+    }, output

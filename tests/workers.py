@@ -14,6 +14,13 @@ is the worker's own already (pytest-django adds the worker's name to it), and so
   under it (removed with it by ``make test``).
 
 Without pytest-xdist, or in its controlling process, nothing changes.
+
+The order of the tests is a third thing. A test that commits (``transaction=True``, ``live_server``) ends with a
+flush of its database, which removes what the migrations wrote (the staff roles, the seeded exchange rates, ...).
+pytest-django runs such tests after the others, but pytest-xdist hands each process a module at a time, so in a
+process a flushing test may come before a test that needs those rows. A flushing test therefore must ask for
+``serialized_rollback`` (the migrations' rows are read once, at set-up) and, after its flush, they are written
+back; one that does not ask fails with the reason.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import os
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from pytest_django.fixtures import validate_django_db
+from pytest_django.plugin import blocking_manager_key
 
 #: The Redis databases a server has unless configured otherwise (0-15).
 REDIS_DATABASES = 16
@@ -67,3 +76,51 @@ def pytest_configure(config):
 
     if settings.configured and hasattr(settings, "METRICS_DIR"):
         settings.METRICS_DIR = settings.METRICS_DIR / worker
+
+
+def flushes(item: pytest.Item) -> bool:
+    """Whether the test's database is flushed at its end (it commits, as a TransactionTestCase)."""
+    marker = item.get_closest_marker("django_db")
+    fixtures = getattr(item, "fixturenames", ())
+    transaction, reset_sequences, _databases, _serialized, _apps = (
+        validate_django_db(marker) if marker else (0,) * 5
+    )
+    return bool(transaction or reset_sequences) or "transactional_db" in fixtures or "live_server" in fixtures
+
+
+def restores(item: pytest.Item) -> bool:
+    """Whether the test asks for the migrations' rows to be kept (``serialized_rollback``)."""
+    marker = item.get_closest_marker("django_db")
+    asked = bool(marker and validate_django_db(marker)[3])
+    return asked or "django_db_serialized_rollback" in getattr(item, "fixturenames", ())
+
+
+def restore_migrated_rows(config: pytest.Config) -> None:
+    """Write the migrations' rows, read at set-up, back into every test database that was flushed."""
+    from django.db import connections
+
+    with config.stash[blocking_manager_key].unblock():
+        for connection in connections.all():
+            contents = getattr(connection, "_test_serialized_contents", None)
+            if contents:
+                connection.creation.deserialize_db_from_string(contents)
+
+
+def pytest_runtest_setup(item):
+    if flushes(item) and not restores(item):
+        pytest.fail(
+            "this test commits, and its database is flushed at its end: mark it "
+            "@pytest.mark.django_db(transaction=True, serialized_rollback=True), so that the rows the migrations "
+            "wrote are written back for the tests after it (tests/workers.py)",
+            pytrace=False,
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """After a flushing test's teardown (its flush): the migrations' rows back."""
+    try:
+        return (yield)
+    finally:
+        if flushes(item) and restores(item):
+            restore_migrated_rows(item.config)

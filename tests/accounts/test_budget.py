@@ -141,7 +141,7 @@ def _race(account_pk: int, workers: int) -> tuple[int, int]:
     return results.count(True), results.count(False)
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_concurrent_workers_never_reserve_more_than_the_allowance():
     from tests.factories import UserFactory
 
@@ -154,7 +154,7 @@ def test_concurrent_workers_never_reserve_more_than_the_allowance():
     assert RefreshCall.objects.filter(kind=B).count() == 4 and RefreshCall.objects.filter(kind=T).count() == 4
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_planned_refresh_delivered_twice_at_once_is_done_once():
     from tests.factories import UserFactory
 

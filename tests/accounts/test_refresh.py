@@ -263,7 +263,7 @@ def test_planned_refreshes_every_six_hours_fit_the_allowance_for_days(
     assert bank.too_many == 0
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_two_planners_at_once_enqueue_each_account_once():
     from tests.factories import UserFactory
 

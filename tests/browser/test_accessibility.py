@@ -20,7 +20,7 @@ from tests.browser.axe import axe_violations, describe
 from tests.security.pages import make_world, pages
 from tests.users.helpers import code_in
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 
 @pytest.fixture

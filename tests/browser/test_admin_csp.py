@@ -25,7 +25,7 @@ import pytest
 from tests.browser.test_accessibility import html_pages, sign_in, visit
 from tests.browser.test_accessibility import world as world  # the fixture, shared
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 COLLECT_VIOLATIONS = """
 window.__cspViolations = [];

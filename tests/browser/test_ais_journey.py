@@ -13,7 +13,11 @@ from django.core import mail
 from tests.live_bank import PRIVATE_1, live_bank, live_bank_server  # noqa: F401
 from tests.users.helpers import code_in
 
-pytestmark = [pytest.mark.browser, pytest.mark.live_bank, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.live_bank,
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
 
 EMAIL = "journey@example.invalid"
 PASSWORD = "fjord-journey-pass-2026"

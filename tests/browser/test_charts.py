@@ -19,7 +19,7 @@ from accounts.models import BalanceSnapshot
 from tests.accounts.test_account_pages import booked_rows
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 COLLECT_VIOLATIONS = """
 window.__cspViolations = [];

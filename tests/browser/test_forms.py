@@ -10,7 +10,7 @@ from django.urls import reverse
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
 from tests.browser.problems import portal_problems
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 TEXTS = {
     "en": {

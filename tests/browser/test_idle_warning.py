@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from tests.browser.test_accessibility import sign_in
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 
 def test_the_warning_comes_before_the_idle_sign_out_and_stay_signed_in_keeps_the_session(

@@ -14,7 +14,7 @@ from tests.browser.problems import portal_problems
 from tests.live_bank import live_bank, live_bank_server  # noqa: F401 - the fixtures
 from tests.payments.journeys import PRIVATE_2
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 VIEWPORTS = {"phone": {"width": 390, "height": 844}, "desktop": {"width": 1280, "height": 800}}
 PASSWORD = "a-long-test-password"

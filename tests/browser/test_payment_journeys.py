@@ -23,7 +23,11 @@ from tests.browser.problems import portal_problems
 from tests.live_bank import live_bank, live_bank_server  # noqa: F401 - the fixtures
 from tests.payments.journeys import CORPORATE_2, PRIVATE_2, run_batches
 
-pytestmark = [pytest.mark.browser, pytest.mark.live_bank, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.live_bank,
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
 
 PASSWORD = "a-long-test-password-for-payments"
 TIMEOUT = 20_000  # ms

@@ -9,7 +9,7 @@ from payments.models import PaymentAuthorisation, PaymentEvent, PaymentEventKind
 from tests.browser.problems import portal_problems
 from tests.payments.test_multisign import corporate_pair
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 TIMEOUT = 15_000  # the script reads the status after 2 s, then every 3 s, 4.5 s, ...
 

@@ -15,7 +15,7 @@ from payments.models import ExchangeRate, ExchangeRateSource
 from payments.validators import oslo_today
 from tests.browser.problems import portal_problems
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 PASSWORD = "a-long-test-password-for-the-review"
 LONG_NAME = "Internationale Maschinenbau- und Anlagenbaugesellschaft Nordrhein mbH"  # 70 characters

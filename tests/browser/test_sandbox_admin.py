@@ -12,7 +12,7 @@ from tests.second_factor import new_totp_secret, totp_code
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.live_bank,
-    pytest.mark.django_db(transaction=True),
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
     pytest.mark.real_second_factor,
 ]
 

@@ -10,7 +10,11 @@ import pytest
 from tests.browser.test_accessibility import sign_in
 from tests.live_bank import live_bank, live_bank_server  # noqa: F401
 
-pytestmark = [pytest.mark.browser, pytest.mark.live_bank, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.live_bank,
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
 
 
 def test_staff_move_the_bank_clock_and_run_a_batch(page, live_server, live_bank, charlie, artifacts_dir):  # noqa: F811

@@ -12,7 +12,11 @@ from tests.browser.problems import portal_problems
 from tests.browser.test_payment_journeys import TIMEOUT, _connect, _sign_in, portal  # noqa: F401
 from tests.live_bank import live_bank, live_bank_server  # noqa: F401 - the fixtures
 
-pytestmark = [pytest.mark.browser, pytest.mark.live_bank, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.live_bank,
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
 
 
 def test_back_after_the_approval_shows_it_finished_and_the_way_back(

@@ -30,7 +30,11 @@ from tests.payments.journeys import PRIVATE_2, cross_border, draft
 from tests.payments.payment_factories import PaymentFactory, status_event
 from tpp_portal.models import BankCall
 
-pytestmark = [pytest.mark.browser, pytest.mark.live_bank, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.live_bank,
+    pytest.mark.django_db(transaction=True, serialized_rollback=True),
+]
 
 WIDTHS = {390: 844, 1280: 800}  # width: height
 LANGUAGES = ("en", "nb")

@@ -15,7 +15,7 @@ from tests.factories import UserFactory
 from tests.payments.payment_factories import PaymentFactory
 from tests.staff.fixtures import bank_call
 
-pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 
 def test_the_dashboard_draws_its_charts(page, live_server, artifacts_dir):

@@ -383,7 +383,7 @@ def test_a_lease_lost_between_the_read_and_the_write_rolls_the_poll_back(alice, 
     assert not PaymentEvent.objects.filter(payment=payment).exists()
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_two_pollers_racing_for_one_payment_make_one_bank_call(bank):
     """Real threads, each with its own database connection, start together; the bank call is held open so
     both are in flight at once. On PostgreSQL and on SQLite the conditional UPDATE lets only one through."""

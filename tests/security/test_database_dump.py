@@ -15,7 +15,7 @@ from django.db import connection as db
 from connections.models import BankConnection
 from tests.live_bank import PRIVATE_1, portal_connect
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.live_bank]
+pytestmark = [pytest.mark.django_db(transaction=True, serialized_rollback=True), pytest.mark.live_bank]
 
 
 def raw_dump() -> str:
