@@ -95,15 +95,39 @@ def restores(item: pytest.Item) -> bool:
     return asked or "django_db_serialized_rollback" in getattr(item, "fixturenames", ())
 
 
-def restore_migrated_rows(config: pytest.Config) -> None:
-    """Write the migrations' rows, read at set-up, back into every test database that was flushed."""
-    from django.db import connections
+#: The migrations' rows of each test database as pytest-django read them at set-up (serialized_rollback), by alias.
+MIGRATED_ROWS = pytest.StashKey[dict[str, str]]()
 
-    with config.stash[blocking_manager_key].unblock():
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    """Right after the test databases are made: keep what pytest-django read of them. It holds it on the
+    connection object only, and a test can leave another one in its place (seen after the browser tests in a
+    pytest-xdist worker), which has none."""
+    result = yield
+    if fixturedef.argname == "django_db_setup":
+        from django.db import connections
+
+        kept = request.config.stash.setdefault(MIGRATED_ROWS, {})
         for connection in connections.all():
             contents = getattr(connection, "_test_serialized_contents", None)
             if contents:
-                connection.creation.deserialize_db_from_string(contents)
+                kept[connection.alias] = contents
+    return result
+
+
+def restore_migrated_rows(config: pytest.Config) -> None:
+    """Write the migrations' rows, read at set-up, back into every test database (flushed by the test before)."""
+    from django.db import connections
+
+    kept = config.stash.get(MIGRATED_ROWS, {})
+    if not kept:
+        raise RuntimeError("no rows of the migrations were kept at set-up: nothing to write back after the flush")
+    with config.stash[blocking_manager_key].unblock():
+        for alias, contents in kept.items():
+            connection = connections[alias]
+            connection._test_serialized_contents = contents  # for pytest-django's own restore at the next set-up
+            connection.creation.deserialize_db_from_string(contents)
 
 
 def pytest_runtest_setup(item):
@@ -118,9 +142,10 @@ def pytest_runtest_setup(item):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
-    """After a flushing test's teardown (its flush): the migrations' rows back."""
+    """After a flushing test's teardown (its flush): the migrations' rows back. Not after the process's last test,
+    whose teardown removes the test databases."""
     try:
         return (yield)
     finally:
-        if flushes(item) and restores(item):
+        if nextitem is not None and flushes(item) and restores(item):
             restore_migrated_rows(item.config)

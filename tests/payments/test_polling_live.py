@@ -69,8 +69,9 @@ def test_insufficient_funds_is_shown_then_rejected_a_day_later(live_bank, alice,
         "Insufficient funds" in page and 'id="payment-insufficient-funds" class="message message-warning">' in page
     )
 
-    # a day later on the bank's clock: the funds are still missing
-    answer = bank_client().request("POST", "/v1/sandbox/batches/run", json_body={"advanceSeconds": 86400})
+    # The next day on the bank's clock, past its first batch (05:00 UTC), the funds are still missing. A day and
+    # six hours: 24 hours from a check between midnight and 05:00 reach only batches of the same day.
+    answer = bank_client().request("POST", "/v1/sandbox/batches/run", json_body={"advanceSeconds": 30 * 3600})
     assert answer.status == 200
     # the poll is due on the bank's clock (a day has passed) and reads RJCT
     bank_now = datetime.fromisoformat(answer.json()["now"])
