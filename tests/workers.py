@@ -117,7 +117,11 @@ def pytest_fixture_setup(fixturedef, request):
 
 
 def restore_migrated_rows(config: pytest.Config) -> None:
-    """Write the migrations' rows, read at set-up, back into every test database (flushed by the test before)."""
+    """Write the migrations' rows, read at set-up, back into every test database, emptied first. A CI run wrote
+    them back after browser tests into content types that were there already ("duplicate key ...
+    django_content_type"): most likely the test's flush recreated them (post_migrate, with other ids), its
+    connection object no longer holding the rows that make Django leave that out."""
+    from django.core.management import call_command
     from django.db import connections
 
     kept = config.stash.get(MIGRATED_ROWS, {})
@@ -125,6 +129,7 @@ def restore_migrated_rows(config: pytest.Config) -> None:
         raise RuntimeError("no rows of the migrations were kept at set-up: nothing to write back after the flush")
     with config.stash[blocking_manager_key].unblock():
         for alias, contents in kept.items():
+            call_command("flush", verbosity=0, interactive=False, database=alias, inhibit_post_migrate=True)
             connection = connections[alias]
             connection._test_serialized_contents = contents  # for pytest-django's own restore at the next set-up
             connection.creation.deserialize_db_from_string(contents)
