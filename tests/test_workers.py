@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
@@ -68,6 +69,7 @@ def test_a_commits_and_its_database_is_flushed():
 @pytest.mark.django_db
 def test_b_reads_a_role_the_migrations_wrote():
     assert Group.objects.filter(name="support").exists()
+    Group.objects.create(name="another role")  # its id from the sequence, past the rows written back
 
 
 @pytest.mark.django_db(transaction=True)
@@ -78,11 +80,15 @@ def test_c_commits_without_asking_for_the_rows():
 
 
 def run_ordered(tmp_path, *plugins: str) -> tuple[dict[str, str], str]:
-    """The three tests above in a pytest of their own (SQLite), in that order: {test name: outcome}, the output."""
+    """The three tests above, in that order, in a pytest of their own (on PostgreSQL when the tests are):
+    {test name: outcome}, the output."""
     for name, text in ORDERED_RUN.items():
         (tmp_path / name).write_text(text)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DATABASE_URL", "REDIS_URL"))}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    server = os.environ.get("DATABASE_URL", "")
+    if server.startswith("postgres"):  # the same server, a test database of this run's own
+        env["DATABASE_URL"] = urlunsplit(urlsplit(server)._replace(path=f"/tpp_order_{os.getpid()}"))
     args = ["--ds=tpp_portal.settings", "-p", "no:cacheprovider", "-rA", *[f"-p{p}" for p in plugins]]
     done = subprocess.run(
         [sys.executable, "-m", "pytest", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240

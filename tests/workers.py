@@ -129,7 +129,14 @@ def restore_migrated_rows(config: pytest.Config) -> None:
         raise RuntimeError("no rows of the migrations were kept at set-up: nothing to write back after the flush")
     with config.stash[blocking_manager_key].unblock():
         for alias, contents in kept.items():
-            call_command("flush", verbosity=0, interactive=False, database=alias, inhibit_post_migrate=True)
+            call_command(
+                "flush",
+                verbosity=0,
+                interactive=False,
+                database=alias,
+                inhibit_post_migrate=True,
+                reset_sequences=False,  # the rows come back with their ids, which the sequences have passed
+            )
             connection = connections[alias]
             connection._test_serialized_contents = contents  # for pytest-django's own restore at the next set-up
             connection.creation.deserialize_db_from_string(contents)
