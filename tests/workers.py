@@ -13,14 +13,14 @@ is the worker's own already (pytest-django adds the worker's name to it), and so
   process's calls in between would be counted with them. Each test process reads and writes a folder of its own
   under it (removed with it by ``make test``).
 
-Without pytest-xdist, or in its controlling process, nothing changes.
+Without pytest-xdist, or in its controlling process, the Redis database and the metric folder stay as named.
 
 The order of the tests is a third thing. A test that commits (``transaction=True``, ``live_server``) ends with a
 flush of its database, which removes what the migrations wrote (the staff roles, the seeded exchange rates, ...).
 pytest-django runs such tests after the others, but pytest-xdist hands each process a module at a time, so in a
 process a flushing test may come before a test that needs those rows. A flushing test therefore must ask for
 ``serialized_rollback`` (the migrations' rows are read once, at set-up) and, after its flush, they are written
-back; one that does not ask fails with the reason.
+back (with or without pytest-xdist); one that does not ask fails with the reason.
 """
 
 from __future__ import annotations
