@@ -102,8 +102,8 @@ MIGRATED_ROWS = pytest.StashKey[dict[str, str]]()
 @pytest.hookimpl(wrapper=True)
 def pytest_fixture_setup(fixturedef, request):
     """Right after the test databases are made: keep what pytest-django read of them. It holds it on the
-    connection object only, and a test can leave another one in its place (seen after the browser tests in a
-    pytest-xdist worker), which has none."""
+    connection object only, and once the browser fixture has started Playwright, the tests get other connection
+    objects, which have none (tests/browser/fixtures.py says why)."""
     result = yield
     if fixturedef.argname == "django_db_setup":
         from django.db import connections
@@ -119,8 +119,8 @@ def pytest_fixture_setup(fixturedef, request):
 def restore_migrated_rows(config: pytest.Config) -> None:
     """Write the migrations' rows, read at set-up, back into every test database, emptied first. A CI run wrote
     them back after browser tests into content types that were there already ("duplicate key ...
-    django_content_type"): most likely the test's flush recreated them (post_migrate, with other ids), its
-    connection object no longer holding the rows that make Django leave that out."""
+    django_content_type"): the test's flush had recreated them (post_migrate, with other ids), because the
+    connection object in use while Playwright runs does not hold the rows that make Django leave that out."""
     from django.core.management import call_command
     from django.db import connections
 

@@ -44,17 +44,26 @@ def artifacts_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator:
-    """One chromium per session; Playwright gives it a fresh, empty profile directory."""
+def browser(django_db_setup) -> Iterator:
+    """One chromium per session; Playwright gives it a fresh, empty profile directory.
+
+    While Playwright runs, its event loop counts as running in this thread, and Django keeps its database
+    connections apart for that time (asgiref's thread-critical ``Local`` holds them per context when a loop
+    runs): the tests get connection objects of their own, opened anew, which pytest-django does not know. They
+    are closed here, before Playwright stops, and this fixture ends before the test databases are removed
+    (``django_db_setup``); left open, they made PostgreSQL refuse to drop the test database at the session's end
+    ("being accessed by other users")."""
+    from django.db import connections
     from playwright.sync_api import sync_playwright
 
-    # Playwright's sync API runs an event loop in this thread; the live server and the ORM calls of the tests
-    # are ordinary synchronous code, so Django's async-safety guard must not trip on that loop.
+    # The live server and the ORM calls of the tests are ordinary synchronous code, so Django's async-safety
+    # guard must not trip on that loop.
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_playwright() as playwright:
         instance = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
         yield instance
         instance.close()
+        connections.close_all()  # those opened while the loop ran: after Playwright stops, they are out of reach
 
 
 @pytest.fixture
