@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
-from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
 
+from tests.own_pytest import run_pytest
 from tests.workers import SMOKE_REDIS_DATABASE, worker_name, worker_redis_url
 
 
@@ -82,17 +79,7 @@ def test_c_commits_without_asking_for_the_rows():
 def run_ordered(tmp_path, *plugins: str) -> tuple[dict[str, str], str]:
     """The three tests above, in that order, in a pytest of their own (on PostgreSQL when the tests are):
     {test name: outcome}, the output."""
-    for name, text in ORDERED_RUN.items():
-        (tmp_path / name).write_text(text)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DATABASE_URL", "REDIS_URL"))}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
-    server = os.environ.get("DATABASE_URL", "")
-    if server.startswith("postgres"):  # the same server, a test database of this run's own
-        env["DATABASE_URL"] = urlunsplit(urlsplit(server)._replace(path=f"/tpp_order_{os.getpid()}"))
-    args = ["--ds=tpp_portal.settings", "-p", "no:cacheprovider", "-rA", *[f"-p{p}" for p in plugins]]
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
-    )
+    done = run_pytest(tmp_path, ORDERED_RUN, database="tpp_order", args=[f"-p{p}" for p in plugins])
     found = re.findall(r"^(PASSED|FAILED|ERROR) test_order\.py::(\w+)", done.stdout, re.MULTILINE)
     outcomes = {test: outcome for outcome, test in found}
     assert len(outcomes) == 3, done.stdout + done.stderr

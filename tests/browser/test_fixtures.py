@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from tests.own_pytest import run_pytest
+
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parents[2]
 TEARDOWN_WARNING = "Error when trying to teardown test databases"
 
 # As in a whole run: the test databases are made before the browser starts, by a test without it.
@@ -43,6 +41,8 @@ def test_b_reads_a_role_while_the_browser_runs(browser):
 
 # The fixture as it was: the connections opened while Playwright ran stay open.
 FIXTURE_LEAVING_THEM_OPEN = """
+import os
+
 import pytest
 
 from tests.browser.fixtures import CHROMIUM_FLAGS, chromium_path
@@ -52,6 +52,7 @@ from tests.browser.fixtures import CHROMIUM_FLAGS, chromium_path
 def browser():
     from playwright.sync_api import sync_playwright
 
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_playwright() as playwright:
         instance = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
         yield instance
@@ -61,17 +62,8 @@ def browser():
 
 def run_with_browser(tmp_path: Path, *, conftest: str) -> tuple[list[str], str]:
     """The tests above in a pytest of their own on PostgreSQL: their outcomes and the whole output."""
-    (tmp_path / "test_reads.py").write_text(TEST_MODULE)
-    (tmp_path / "conftest.py").write_text(conftest)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "DATABASE_URL", "REDIS_URL"))}
-    env["PYTHONPATH"] = str(ROOT)
-    env["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    server = os.environ["DATABASE_URL"]
-    env["DATABASE_URL"] = urlunsplit(urlsplit(server)._replace(path=f"/tpp_browser_{os.getpid()}"))
-    args = ["--ds=tpp_portal.settings", "-p", "no:cacheprovider", "-rA", "-p", "tests.browser.fixtures"]
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
-    )
+    files = {"test_reads.py": TEST_MODULE, "conftest.py": conftest}
+    done = run_pytest(tmp_path, files, database="tpp_browser", args=["-p", "tests.browser.fixtures"])
     output = done.stdout + done.stderr
     found = re.findall(r"^(PASSED|FAILED|ERROR) test_reads\.py::", done.stdout, re.MULTILINE)
     assert len(found) == 2, output
