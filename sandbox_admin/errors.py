@@ -39,9 +39,13 @@ def _bank_texts(exc: Xs2aError) -> str:
 def sandbox_error(exc: Xs2aError, *, what: str) -> SandboxError:
     """The ``SandboxError`` of a failed bank call; ``what`` names the thing asked for ("the customer")."""
     texts = _bank_texts(exc)
-    if isinstance(exc, OutcomeUnknownError):
+    if isinstance(exc, OutcomeUnknownError):  # before ServerError: a 5xx to a POST is both
+        if exc.status is None:
+            reason = "The bank did not answer"
+        else:
+            reason = f"The bank failed (HTTP {exc.status}{': ' + texts if texts else ''})"
         message = (
-            f"The bank did not answer, so it is not known whether {what} went through. "
+            f"{reason}, so it is not known whether {what} went through. "
             "Check the customer list before trying again."
         )
     elif isinstance(exc, TransportError):

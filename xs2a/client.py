@@ -119,8 +119,10 @@ class Xs2aClient:
 
         ``path`` is an API path (``/v1/...``) below the base address, or ``href`` a link from an answer.
         ``redact``: further personal values sent in the body that the bank may echo in a tppMessage text.
-        Raises TransportError / OutcomeUnknownError when no answer came, ResponseSignatureError when the answer's
-        signature is missing or does not verify (with the bank's seal configured).
+        Raises TransportError when no answer came and the request changed nothing (it never left, or it was a
+        GET), OutcomeUnknownError when a request that changes something may have reached the bank without its
+        answer, ResponseSignatureError when the answer's signature is missing or does not verify (with the bank's
+        seal configured).
         """
         call = self._requester.prepare(
             method,

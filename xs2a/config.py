@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from xs2a.errors import ConfigurationError
+from xs2a.errors import SAFE_METHODS, ConfigurationError
 
 __all__ = ["DEFAULT_ACCEPT_FIX", "DEFAULT_MAX_RESPONSE_BYTES", "ClientConfig", "RetryPolicy"]
 
@@ -38,7 +38,7 @@ class RetryPolicy:
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ConfigurationError("RetryPolicy.max_attempts must be at least 1")
-        if self.retry_methods - {"GET", "HEAD", "OPTIONS"}:
+        if self.retry_methods - SAFE_METHODS:
             raise ConfigurationError("only safe methods (GET, HEAD, OPTIONS) may be retried")
 
     def backoff(self, attempt: int, rng: Callable[[], float]) -> float:

@@ -12,7 +12,8 @@ steps, each one function or object (botocore's endpoint and stripe-python's requ
   ``AuditRecord`` per attempt). :class:`~xs2a.config.RetryPolicy` decides whether to wait and try again: only
   safe methods (GET), on connection errors, timeouts and 429/502/503/504, honouring Retry-After, a bounded number
   of times, with the same X-Request-ID. Any other method is sent once: when it may have reached the bank without
-  an answer, ``OutcomeUnknownError`` carries the X-Request-ID to reconcile with;
+  an answer (or was answered 5xx), ``OutcomeUnknownError`` carries the X-Request-ID to reconcile with; only a
+  failure that proves nothing left (:func:`transport_error`) is a ``TransportError``;
 - :func:`read`: an error status to its exception (``error_from_response``, the one mapping), a success to the
   operation's typed record (``UnexpectedResponseError`` when it does not fit).
 """
@@ -32,13 +33,13 @@ from http.cookiejar import DefaultCookiePolicy
 from typing import Any, TypeVar
 
 import requests
-import urllib3.exceptions
 from cryptography import x509
 
 from xs2a import models
 from xs2a.audit import AuditHook, AuditRecord, message_fields, redact_headers
 from xs2a.config import ClientConfig
 from xs2a.errors import (
+    SAFE_METHODS,
     InvalidRequestError,
     OutcomeUnknownError,
     ResponseSignatureError,
@@ -54,7 +55,7 @@ from xs2a.errors import (
 from xs2a.links import BaseUrl, template_for
 from xs2a.psu import PsuContext
 from xs2a.signing import RequestSigner, SignatureVerificationError, imf_fixdate, verify_signature
-from xs2a.transport import build_session, build_ssl_context
+from xs2a.transport import build_session, build_ssl_context, was_not_sent
 
 __all__ = ["BankResponse", "Call", "Requester", "read"]
 
@@ -246,46 +247,44 @@ def _json_of(status: int, body: bytes) -> Any:
         return _UNREAD
 
 
-def _not_delivered(exc: BaseException) -> bool:
-    """True when the request certainly did not reach the bank (no connection was made)."""
-    if isinstance(exc, requests.exceptions.ConnectTimeout | requests.exceptions.SSLError):
-        return True
-    seen: set[int] = set()
-    stack: list[Any] = [exc]
-    while stack:
-        item = stack.pop()
-        if item is None or id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, urllib3.exceptions.NewConnectionError | urllib3.exceptions.ConnectTimeoutError):
-            return True
-        if isinstance(item, urllib3.exceptions.MaxRetryError):
-            stack.append(item.reason)
-        if isinstance(item, BaseException):
-            stack.extend(a for a in item.args if isinstance(a, BaseException))
-            stack.append(item.__cause__)
-            stack.append(item.__context__)
-    return False
+def transport_error(exc: BaseException, call: Call) -> Xs2aError:
+    """The exception for a request that got no answer.
 
+    - Nothing of the request left this machine (``xs2a.transport.was_not_sent``: the name did not resolve, the
+      connection was refused or timed out, the TLS handshake failed, or requests refused the address): a
+      TransportError, whatever the method. The bank has nothing.
+    - Anything later (a reset or close while the request was written or its answer read, a TLS alert or a broken
+      record, a read timeout): the request may have reached the bank. For a request that changes something
+      (POST, PUT, PATCH, DELETE) that is an OutcomeUnknownError, to reconcile with its X-Request-ID. For a safe
+      request (GET) it is a TransportError: a read changes nothing, so it is asked again (the client's retries)
+      and its loss costs nothing but the answer.
 
-def transport_error(exc: BaseException, call: Call, *, safe: bool) -> Xs2aError:
-    """The exception for a request that got no answer: not delivered, lost on a safe request, or (``safe``
-    false) of unknown outcome."""
+    An exception that carries no mark (one raised by a stand-in adapter in tests, or anything the connection
+    classes did not see) counts as "may have reached the bank": for a request that changes something, the
+    conservative reading.
+    """
     common = {"request_id": call.request_id, "method": call.method, "endpoint": call.endpoint}
-    if isinstance(exc, requests.exceptions.SSLError):
-        return TransportError(
-            f"TLS with the bank failed (TLS 1.2 or higher and a trusted certificate): {exc}", **common
-        )
-    if _not_delivered(exc):
+    if was_not_sent(exc):
+        if isinstance(exc, requests.exceptions.SSLError):
+            return TransportError(
+                f"TLS with the bank failed (TLS 1.2 or higher and a trusted certificate); the request was not "
+                f"sent: {exc}",
+                **common,
+            )
         return TransportError(f"the bank could not be reached; the request was not sent: {exc}", **common)
-    if not safe:
-        kind = "timed out" if isinstance(exc, requests.exceptions.Timeout) else "lost its connection"
+    if isinstance(exc, requests.exceptions.Timeout):
+        kind = "timed out"
+    elif isinstance(exc, requests.exceptions.SSLError):
+        kind = "broke off in TLS"
+    else:
+        kind = "lost its connection"
+    if call.method not in SAFE_METHODS:
         return OutcomeUnknownError(
-            f"the request {kind} after it was sent: the bank may or may not have processed it; "
-            f"reconcile with X-Request-ID {call.request_id} before trying again",
+            f"the request {kind} after it may have reached the bank: the bank may or may not have processed it; "
+            f"reconcile with X-Request-ID {call.request_id} before trying again ({exc})",
             **common,
         )
-    return TransportError(f"no answer from the bank: {exc}", **common)
+    return TransportError(f"no answer from the bank: the request {kind} after it was sent ({exc})", **common)
 
 
 class ResponseVerifier:
@@ -452,9 +451,10 @@ class Requester:
         )
 
     def send(self, call: Call) -> BankResponse:
-        """The bank's answer to ``call``, whatever its status (after safe retries). Raises TransportError /
-        OutcomeUnknownError when no answer came, ResponseSignatureError when the answer's signature is missing or
-        does not verify, ResponseTooLargeError when it is longer than the cap."""
+        """The bank's answer to ``call``, whatever its status (after safe retries). Raises TransportError when no
+        answer came and the request changed nothing (never sent, or a GET), OutcomeUnknownError when a request
+        that changes something may have reached the bank without its answer, ResponseSignatureError when the
+        answer's signature is missing or does not verify, ResponseTooLargeError when it is longer than the cap."""
         attempt = 0
         while True:
             attempt += 1
@@ -535,10 +535,12 @@ class Requester:
 
     def _no_answer(self, call: Call, attempt: int, outcome: _Attempt, exc: requests.RequestException) -> None:
         policy = self.config.retry
-        safe = call.method in policy.retry_methods
-        outcome.error = transport_error(exc, call, safe=safe)
-        may_retry = not isinstance(exc, requests.exceptions.SSLError | requests.exceptions.InvalidURL)
-        if safe and may_retry and attempt < policy.max_attempts:
+        outcome.error = transport_error(exc, call)
+        # A TLS handshake refused, or an address requests will not use, would be refused again the same way.
+        refused_again = isinstance(exc, requests.exceptions.InvalidURL) or (
+            isinstance(exc, requests.exceptions.SSLError) and was_not_sent(exc)
+        )
+        if call.method in policy.retry_methods and not refused_again and attempt < policy.max_attempts:
             outcome.delay = policy.backoff(attempt, self.rng)
 
     def _answer(

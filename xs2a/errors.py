@@ -10,8 +10,12 @@ on::
     Xs2aError
     ├── ConfigurationError          the client cannot be built as configured (also a ValueError)
     ├── InvalidRequestError         the client refused to send: an argument is invalid (also a ValueError)
-    ├── TransportError              no response (connection refused, TLS refused, timeout on a safe request)
-    │   └── OutcomeUnknownError     a non-idempotent request (payment initiation) may or may not have arrived
+    ├── TransportError              no answer, and the request changed nothing at the bank: it never left (no
+    │                               name, connection refused, TLS handshake failed, connect timeout), or it was
+    │                               a safe request (GET) whose answer was lost
+    ├── OutcomeUnknownError         a request that changes something (POST, PUT, PATCH, DELETE) may have reached
+    │   │                           the bank and its answer did not come (reset, close, TLS alert, read timeout)
+    │   └── ServerOutcomeUnknownError  ... or came as 5xx (also a ServerError)
     ├── ResponseSignatureError      the bank's answer is unsigned or its Signature does not verify
     ├── UnexpectedResponseError     a success response the client cannot read (not JSON, wrong shape)
     │   ├── ResponseTooLargeError   the answer is longer than the client's cap (ClientConfig.max_response_bytes)
@@ -25,7 +29,12 @@ on::
     │   ├── SignatureRejectedError  the bank refused the signature or the certificate
     │   ├── ResourceUnknownError    404 / RESOURCE_UNKNOWN / PRODUCT_UNKNOWN
     │   └── PaymentFailedError      PAYMENT_FAILED
-    └── ServerError                 5xx (a 502/504 to a non-GET request is an OutcomeUnknownError instead)
+    └── ServerError                 5xx (to a request that changes something: ServerOutcomeUnknownError)
+
+``TransportError`` and ``OutcomeUnknownError`` are apart on purpose: a handler of "nothing was sent" (put the
+payment back to the user) can never catch an unknown outcome by accident. Which one a failure is, is decided by
+where it happened, not by its message (``xs2a.transport.was_not_sent``; docs/bank-interface.md, "Unknown outcome
+or not sent").
 """
 
 from __future__ import annotations
@@ -39,6 +48,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 __all__ = [
+    "SAFE_METHODS",
     "AccessExceededError",
     "ClientError",
     "ConfigurationError",
@@ -57,6 +67,7 @@ __all__ = [
     "ResponseTooLargeError",
     "ScaRequiredError",
     "ServerError",
+    "ServerOutcomeUnknownError",
     "SignatureRejectedError",
     "TppMessage",
     "TransportError",
@@ -165,15 +176,40 @@ class InvalidRequestError(Xs2aError, ValueError):
     the bank cannot process, a PSU header value). Nothing was sent."""
 
 
+class ServerError(Xs2aError):
+    """The bank failed (5xx). To a request that changes something it is a :class:`ServerOutcomeUnknownError`;
+    to a safe one (GET) a plain ServerError, retried by the client where the status allows (502, 503, 504)."""
+
+
+#: Methods that change nothing at the bank: their lost answers are never an unknown outcome, and only they are
+#: ever sent again by the client itself (``RetryPolicy.retry_methods``).
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 class TransportError(Xs2aError):
-    """No HTTP response: the connection or the TLS handshake failed, or a safe request timed out."""
+    """No answer, and the request changed nothing at the bank.
 
-
-class OutcomeUnknownError(TransportError):
-    """A request that must not be repeated blindly may or may not have been processed by the bank.
-
-    Reconcile with ``request_id`` (the X-Request-ID that was sent) before trying again.
+    Either nothing of the request left this machine (the bank's name did not resolve, the connection was refused
+    or timed out, the TLS handshake failed: the client proves this, it does not guess it), or the request was a
+    safe one (GET), whose answer was lost after it may have reached the bank: a read changes nothing, so its
+    outcome is known and it may simply be asked again. A request that changes something and may have reached the
+    bank is never a TransportError but an :class:`OutcomeUnknownError`.
     """
+
+
+class OutcomeUnknownError(Xs2aError):
+    """A request that changes something (POST, PUT, PATCH, DELETE) may or may not have been processed by the bank:
+    it may have reached the bank, and no usable answer came (the connection was reset or closed, a TLS alert or a
+    broken record came instead of the answer, the answer timed out, or the bank answered 5xx).
+
+    Never a TransportError: "nothing was sent" is not known. Reconcile with ``request_id`` (the X-Request-ID that
+    was sent) before trying again; never send it again under a new X-Request-ID.
+    """
+
+
+class ServerOutcomeUnknownError(ServerError, OutcomeUnknownError):
+    """A 5xx answer to a request that changes something: the bank failed, and whether it processed the request
+    first is not known. It carries the bank's status, tppMessages and the X-Request-ID like any ServerError."""
 
 
 class ResponseSignatureError(Xs2aError):
@@ -264,10 +300,6 @@ class ResourceUnknownError(ClientError):
 
 class PaymentFailedError(ClientError):
     """PAYMENT_FAILED: the bank refused to execute the payment."""
-
-
-class ServerError(Xs2aError):
-    """The bank failed (5xx)."""
 
 
 # --- the mapping -------------------------------------------------------------------------------------------
@@ -403,9 +435,11 @@ def error_from_response(
     summary = (first.text or first.code) if first else f"HTTP {status}"
 
     if status >= 500:
-        if (method or "").upper() not in {"GET", "HEAD"} and status in {502, 504}:
-            return OutcomeUnknownError(
-                f"the bank's gateway answered {status}: the request may or may not have been processed", **common
+        if (method or "").upper() not in SAFE_METHODS:
+            return ServerOutcomeUnknownError(
+                f"the bank failed ({summary}): the request may or may not have been processed; reconcile with "
+                "its X-Request-ID before trying again",
+                **common,
             )
         return ServerError(f"the bank failed: {summary}", **common)
     if status < 400:

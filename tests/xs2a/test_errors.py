@@ -42,8 +42,10 @@ SCA = {"_links": {"scaRedirect": {"href": "https://bank.example/sca?s=1", "verbs
         (400, _body("PAYMENT_FAILED"), "POST", errors.PaymentFailedError),
         (409, _body("CONFLICT"), "DELETE", errors.ClientError),
         (500, _body("SYSTEM_ERROR"), "GET", errors.ServerError),
-        (503, b"<html>down</html>", "POST", errors.ServerError),
-        (502, b"", "POST", errors.OutcomeUnknownError),
+        (503, b"<html>down</html>", "POST", errors.ServerOutcomeUnknownError),
+        (502, b"", "POST", errors.ServerOutcomeUnknownError),
+        (500, _body("SYSTEM_ERROR"), "DELETE", errors.ServerOutcomeUnknownError),
+        (500, _body("SYSTEM_ERROR"), "PUT", errors.ServerOutcomeUnknownError),
         (504, b"", "GET", errors.ServerError),
         (302, b"", "GET", errors.UnexpectedResponseError),
     ],
@@ -55,6 +57,21 @@ def test_error_from_response_maps_each_case(status, body, method, expected):
     assert type(error) is expected
     assert error.status == status and error.request_id == "rid-1" and error.endpoint == "/v1/accounts"
     assert "rid-1" in str(error)
+
+
+def test_an_unknown_outcome_is_never_a_transport_error_and_a_5xx_one_is_both_server_and_unknown():
+    """A handler of "nothing was sent" (TransportError) can never catch an unknown outcome by accident; a 5xx to a
+    request that changes something is caught both as the bank's failure and as an unknown outcome."""
+    assert not issubclass(errors.OutcomeUnknownError, errors.TransportError)
+    assert not issubclass(errors.TransportError, errors.OutcomeUnknownError)
+    assert issubclass(errors.ServerOutcomeUnknownError, errors.ServerError)
+    assert issubclass(errors.ServerOutcomeUnknownError, errors.OutcomeUnknownError)
+    assert not issubclass(errors.ServerOutcomeUnknownError, errors.TransportError)
+    error = errors.error_from_response(
+        status=500, body=_body("SYSTEM_ERROR", text="Teknisk feil"), request_id="rid-9", method="post"
+    )
+    assert isinstance(error, errors.ServerOutcomeUnknownError)
+    assert error.codes == ("SYSTEM_ERROR",) and error.text == "Teknisk feil" and error.request_id == "rid-9"
 
 
 def test_the_error_carries_messages_field_and_sca_redirect():

@@ -34,7 +34,9 @@ class PaymentsService(Service):
         redirect_uri: str | None = None,
         request_id: str | None = None,
     ) -> models.PaymentInitiationResponse:
-        """POST /v1/payments/{product}. Sent once, never retried; see OutcomeUnknownError.
+        """POST /v1/payments/{product}. Sent once, never retried. TransportError: nothing was sent (the same
+        request may be sent again). OutcomeUnknownError (a ServerOutcomeUnknownError for a 5xx): it may have
+        reached the bank; reconcile with the X-Request-ID it carries, never send it anew under another one.
 
         The PSU must be present (PSU-IP-Address) and identified by PSU-ID or X-PSU-IDENTITY (single SCA).
         A TPP-Session-ID is made when none is given; the response carries it and the X-Request-ID.
