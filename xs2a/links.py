@@ -1,14 +1,16 @@
 """Addresses: building paths from templates and resolving the bank's ``_links`` against the base address.
 
-The base address may carry a path prefix (``https://bank.example/api``); the bank's links are relative to it
-(``/v1/accounts/...`` means ``https://bank.example/api/v1/accounts/...``), not to the host root. Resource ids
-are opaque and may contain ``!`` and ``=``; they are quoted as one path segment.
+The base address may carry a path prefix (``https://bank.example/api``). Banks write their links two ways: below
+the base address (``/v1/accounts/...`` means ``https://bank.example/api/v1/accounts/...``), or from the host root
+with the prefix already in (``/api/v1/accounts/...``); :meth:`BaseUrl.resolve` follows both to the same address
+(docs/bank-interface.md, "Addresses and environments"). Resource ids are opaque and may contain ``!`` and ``=``;
+they are quoted as one path segment.
 """
 
 from __future__ import annotations
 
 import re
-from urllib.parse import quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlencode, urlsplit, urlunsplit
 
 from xs2a.errors import ConfigurationError, InvalidRequestError, LinkError
 
@@ -71,11 +73,24 @@ class BaseUrl:
         return url
 
     def resolve(self, href: str) -> str:
-        """A ``_links`` href as an absolute address.
+        """A ``_links`` href as an absolute address. With the base ``https://bank.example/psd2``:
 
-        A relative href (``/v1/...``) is appended to the base address, prefix included. An absolute href must
-        point at the bank itself (same scheme, host and port): the client never sends a signed request elsewhere.
-        Raises LinkError otherwise (no href, not a URL, another address).
+        - ``/psd2/v1/payments/x/status``, a path that already starts with the prefix (a whole segment): followed
+          as it is (never ``/psd2/psd2/...``);
+        - ``/v1/payments/x/status``, a path of the API relative to the base address: below the prefix,
+          ``/psd2/v1/payments/x/status``;
+        - ``https://bank.example/<any path>``: followed as it is when scheme, host and port are the bank's; a
+          link to any other address is refused: the client never sends a signed request elsewhere;
+        - any other path (``/other/...``, or ``v1/...`` without the leading slash) is refused. Such a link is
+          ambiguous: it may mean the host root (a service of the host that is not the bank's API under this base
+          address) or a path below the prefix that is not the API's (``/psd2/other/...``); following either
+          guess could send the PSU's signed request to the wrong resource. An absolute link says which it means,
+          and is followed.
+
+        Without a prefix every path that starts with ``/`` is below the base address and is followed. A path with
+        a dot segment (``.`` or ``..``, also %-encoded) is refused in every form: it would be folded away before
+        sending and could leave the prefix. Raises LinkError otherwise (no href, control characters, not a URL,
+        another address, an ambiguous path).
         """
         if not isinstance(href, str) or not href.strip():
             raise LinkError("a link without an href")
@@ -85,13 +100,23 @@ class BaseUrl:
             parts = urlsplit(href)
         except ValueError:
             raise LinkError(f"the link {href!r} is not a URL") from None
+        path = parts.path
+        if any(unquote(segment) in {".", ".."} for segment in path.split("/")):
+            raise LinkError(f"the link {href!r} holds a dot segment ('.' or '..'): where it leads is not plain")
         if parts.scheme or parts.netloc:
             if parts.scheme != self.scheme or parts.netloc.lower() != self.netloc.lower():
                 raise LinkError(f"the link {href!r} does not point at the bank ({self.origin})")
-            return urlunsplit((self.scheme, self.netloc, parts.path, parts.query, ""))
-        if not parts.path.startswith("/"):
+            return urlunsplit((self.scheme, self.netloc, path, parts.query, ""))
+        if not path.startswith("/"):
             raise LinkError(f"the link {href!r} is neither absolute nor relative to the base address (/v1/...)")
-        return urlunsplit((self.scheme, self.netloc, self.prefix + parts.path, parts.query, ""))
+        if self.prefix and (path == self.prefix or path.startswith(self.prefix + "/")):
+            return urlunsplit((self.scheme, self.netloc, path, parts.query, ""))
+        if self.prefix and not (path == "/v1" or path.startswith("/v1/")):
+            raise LinkError(
+                f"the link {href!r} is neither below the base address's path ({self.prefix}) nor an API path "
+                "(/v1/...): which one it means is not known"
+            )
+        return urlunsplit((self.scheme, self.netloc, self.prefix + path, parts.query, ""))
 
     def api_path(self, url: str) -> str:
         """The path of an absolute address below the prefix (``/v1/...``), for naming the endpoint."""
