@@ -76,6 +76,7 @@ class FakeBank(BaseAdapter):
         self.pending: list[dict[str, Any]] = []
         self.details: dict[str, dict[str, Any]] = {}  # transactionId: the fields only the details answer has
         self.page_size = DEFAULT_PAGE_SIZE
+        self.balance_fields: dict[str, Any] = {}  # added to every balance (odd optional fields)
         self.fail_with: int | None = None  # every request answers this status
         self.fail_on_page: int | None = None  # only this page (1-based offset page) fails with 503
         self.retry_after: str | None = None
@@ -170,8 +171,12 @@ class FakeBank(BaseAdapter):
         body = {
             "account": {"iban": "NO9386011117947"},
             "balances": [
-                {"balanceType": "closingBooked", "balanceAmount": {"amount": str(total), "currency": "NOK"}},
-                {"balanceType": "interimAvailable", "balanceAmount": {"amount": str(total), "currency": "NOK"}},
+                {
+                    "balanceType": kind,
+                    "balanceAmount": {"amount": str(total), "currency": "NOK"},
+                    **self.balance_fields,
+                }
+                for kind in ("closingBooked", "interimAvailable")
             ],
         }
         return 200, body, {}
@@ -203,7 +208,10 @@ class FakeBank(BaseAdapter):
             oldest = self.now().date() - timedelta(days=90)
             if date_from and date_from < oldest:
                 return 403, _error_body("FORBIDDEN", "Transactions older than 90 days need the PSU."), {}
-        items = [b for b in self.booked if date_from is None or date.fromisoformat(b["bookingDate"]) >= date_from]
+        # The date part: a booking date may be sent as a date-time (an odd bank).
+        items = [
+            b for b in self.booked if date_from is None or date.fromisoformat(b["bookingDate"][:10]) >= date_from
+        ]
         page = items[offset : offset + limit]
         links: dict[str, Any] = {}
         if offset + limit < len(items):

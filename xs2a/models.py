@@ -1,12 +1,25 @@
-"""Typed records of the bank's JSON (bank-api-spec.md section 2, facts.md section 2).
+"""Typed records of the bank's JSON (docs/bank-interface.md).
 
 Every record is a dataclass read with ``from_json``; amounts are ``Decimal``; dates are ``date``; fields the
 client does not know are kept in ``extra`` (never dropped), so a newer bank release loses nothing. Requests
 (``PaymentInitiation``) are written with ``to_json``, which puts ``extra`` back.
+
+Required fields are strict: a record without one, or with one the client cannot read, is refused (ModelError,
+and the answer with it). An optional field the client cannot read (a date-time without an offset, a malformed
+optional amount, an object where a text belongs) costs neither the record nor its list: it reads as None, its
+raw value is kept in the record's ``unread`` (field name -> value as received), and one warning per field is
+logged for the process, naming the field and what was wrong with it, never the value (it may be personal). A
+date written as a date-time (``2026-11-30T00:00:00``, at any time of day, with or without an offset) reads as
+its date part: that is the bank's own calendar date, which turning the time into UTC could move by a day
+(docs/bank-interface.md, "Odd optional fields"). Links (``_links``) and the lists of a listing stay strict: a
+next link read as None would end a listing early and lose every item after it.
 """
 
 from __future__ import annotations
 
+import logging
+import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -14,6 +27,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
 
 from xs2a.errors import TppMessage
+
+log = logging.getLogger("xs2a")
 
 __all__ = [
     "Account",
@@ -50,17 +65,60 @@ class ModelError(ValueError):
 T = TypeVar("T")
 
 
+#: The fields whose unreadable values were logged already in this process (each field once, not each item).
+_warned: set[tuple[str, str]] = set()
+_warned_lock = threading.Lock()
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def _warn_once(field_path: str, kind: str, problem: str) -> None:
+    """Log that the optional field at ``field_path`` was odd, once per field and ``kind`` ("unread" or "date
+    part") for the process, not once per item. ``problem`` says what was odd, never the value (it may be
+    personal)."""
+    path = _INDEX.sub("[]", field_path)
+    with _warned_lock:
+        if (path, kind) in _warned:
+            return
+        _warned.add((path, kind))
+    if kind == "unread":
+        log.warning(
+            "the bank sent %s in a form the client cannot read (%s): kept raw, read as empty", path, problem
+        )
+    else:
+        log.warning("the bank sent %s as %s", path, problem)
+
+
+def _shape(value: Any) -> str:
+    """What a value is, without the value: for the log."""
+    if isinstance(value, str):
+        return f"a text of {len(value)} characters"
+    return f"a JSON {type(value).__name__}"
+
+
+#: A date-time (ISO 8601) whose date part is a calendar date: a date field written as a date-time.
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
+
+
 class _Fields:
-    """Reads known fields from a JSON object; whatever is not read ends up in ``extra``."""
+    """Reads known fields from a JSON object; whatever is not read ends up in ``extra``, an optional field that
+    cannot be read in ``unread``."""
 
     def __init__(self, data: Any, where: str) -> None:
         if not isinstance(data, Mapping):
             raise ModelError(f"{where}: expected a JSON object, got {type(data).__name__}")
         self.data = dict(data)
         self.where = where
+        self.unread: dict[str, Any] = {}
 
     def _pop(self, name: str) -> Any:
         return self.data.pop(name, None)
+
+    def _optional(self, name: str, value: Any, problem: str, *, required: bool) -> None:
+        """An unreadable value: ModelError for a required field, else kept raw in ``unread`` (and logged once)."""
+        if required:
+            raise ModelError(f"{self.where}.{name}: {problem}")
+        self.unread[name] = value
+        _warn_once(f"{self.where}.{name}", "unread", f"{problem}; got {_shape(value)}")
 
     def str(self, name: str, *, required: bool = False) -> str | None:
         value = self._pop(name)
@@ -69,7 +127,8 @@ class _Fields:
                 raise ModelError(f"{self.where}.{name}: required")
             return None
         if isinstance(value, bool) or not isinstance(value, str | int | Decimal):
-            raise ModelError(f"{self.where}.{name}: expected a string")
+            self._optional(name, value, "expected a string", required=required)
+            return None
         return str(value)
 
     def bool(self, name: str) -> bool | None:
@@ -78,27 +137,49 @@ class _Fields:
             return value
         if value in ("true", "false"):
             return value == "true"
-        raise ModelError(f"{self.where}.{name}: expected a boolean")
+        self._optional(name, value, "expected a boolean", required=False)
+        return None
 
     def date(self, name: str) -> date | None:
+        """An ISO 8601 date; a date-time's date part (the bank's calendar date, never moved to UTC)."""
         value = self._pop(name)
         if value is None:
             return None
+        text = value if isinstance(value, str) else ""
         try:
-            return date.fromisoformat(str(value))
+            return date.fromisoformat(text)
         except ValueError:
-            raise ModelError(f"{self.where}.{name}: expected an ISO 8601 date, got {value!r}") from None
+            pass
+        if _DATE_TIME.match(text) is not None:
+            try:
+                moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            except ValueError:
+                pass
+            else:  # the date as written, in the bank's own zone: never turned into UTC
+                _warn_once(
+                    f"{self.where}.{name}", "date part", "a date-time where a date belongs: its date part is read"
+                )
+                return moment.date()
+        self._optional(name, value, "expected an ISO 8601 date", required=False)
+        return None
 
-    def datetime(self, name: str) -> datetime | None:
+    def datetime(self, name: str, *, required: bool = False) -> datetime | None:
+        """An ISO 8601 date-time with an offset (one without is not a moment: which zone is not known)."""
         value = self._pop(name)
         if value is None:
+            if required:
+                raise ModelError(f"{self.where}.{name}: required")
             return None
         try:
-            moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else None
         except ValueError:
-            raise ModelError(f"{self.where}.{name}: expected an ISO 8601 date-time, got {value!r}") from None
+            moment = None
+        if moment is None:
+            self._optional(name, value, "expected an ISO 8601 date-time", required=required)
+            return None
         if moment.tzinfo is None:
-            raise ModelError(f"{self.where}.{name}: a date-time needs an offset, got {value!r}")
+            self._optional(name, value, "a date-time needs an offset", required=required)
+            return None
         return moment
 
     def obj(self, name: str, reader: Callable[[Any, str], T], *, required: bool = False) -> T | None:
@@ -107,9 +188,18 @@ class _Fields:
             if required:
                 raise ModelError(f"{self.where}.{name}: required")
             return None
-        return reader(value, f"{self.where}.{name}")
+        if required:
+            return reader(value, f"{self.where}.{name}")
+        try:
+            return reader(value, f"{self.where}.{name}")
+        except ModelError as exc:
+            # The nested message names the field, then may quote the value: only the field is logged.
+            inner = _INDEX.sub("[]", str(exc).split(": ", 1)[0])
+            self._optional(name, value, f"not the expected shape (at {inner})", required=False)
+            return None
 
     def list(self, name: str, reader: Callable[[Any, str], T]) -> list[T]:
+        """A list whose items are read strictly: an item that cannot be read refuses the list."""
         value = self._pop(name)
         if value is None:
             return []
@@ -118,7 +208,16 @@ class _Fields:
         return [reader(item, f"{self.where}.{name}[{i}]") for i, item in enumerate(value)]
 
     def strings(self, name: str) -> list[str]:
-        return self.list(name, _string)
+        """An optional list of strings: one that is not (or holds something else) is kept raw in ``unread``."""
+        value = self._pop(name)
+        if value is None:
+            return []
+        if not isinstance(value, list) or any(
+            isinstance(v, bool) or not isinstance(v, str | int | Decimal) for v in value
+        ):
+            self._optional(name, value, "expected an array of strings", required=False)
+            return []
+        return [str(v) for v in value]
 
     def links(self) -> dict[str, Link]:
         value = self._pop("_links")
@@ -168,6 +267,8 @@ class Amount:
     amount: Decimal
     currency: str
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.amount, float) or not isinstance(self.amount, Decimal):
@@ -186,7 +287,7 @@ class Amount:
         if not value.is_finite():
             raise ModelError(f"{where}.amount: {raw!r} is not a finite decimal")
         currency = f.str("currency", required=True)
-        return cls(amount=value, currency=currency or "", extra=f.extra())
+        return cls(amount=value, currency=currency or "", extra=f.extra(), unread=f.unread)
 
     def to_json(self) -> dict[str, Any]:
         return {**self.extra, "amount": decimal_text(self.amount), "currency": self.currency}
@@ -201,6 +302,8 @@ class AccountReference:
     bban: str | None = None
     masked_pan: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "account") -> AccountReference:
@@ -211,10 +314,11 @@ class AccountReference:
             bban=f.str("bban"),
             masked_pan=f.str("maskedPan"),
             extra=f.extra(),
+            unread=f.unread,
         )
 
     def to_json(self) -> dict[str, Any]:
-        out = dict(self.extra)
+        out = {**self.extra, **self.unread}  # nothing the bank sent is lost when a record is written back
         _put(out, "iban", self.iban)
         _put(out, "bban", self.bban)
         _put(out, "maskedPan", self.masked_pan)
@@ -232,6 +336,8 @@ class Address:
     postal_code: str | None = None
     city: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "creditorAddress") -> Address:
@@ -243,10 +349,11 @@ class Address:
             city=f.str("city"),
             country=f.str("country", required=True) or "",
             extra=f.extra(),
+            unread=f.unread,
         )
 
     def to_json(self) -> dict[str, Any]:
-        out = dict(self.extra)
+        out = {**self.extra, **self.unread}  # nothing the bank sent is lost when a record is written back
         _put(out, "street", self.street)
         _put(out, "buildingNumber", self.building_number)
         _put(out, "postalCode", self.postal_code)
@@ -262,6 +369,8 @@ class Link:
     href: str
     verbs: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "_links") -> Link:
@@ -269,7 +378,7 @@ class Link:
             return cls(href=data)
         f = _Fields(data, where)
         href = f.str("href", required=True) or ""
-        return cls(href=href, verbs=tuple(f.strings("verbs")), extra=f.extra())
+        return cls(href=href, verbs=tuple(f.strings("verbs")), extra=f.extra(), unread=f.unread)
 
 
 @dataclass(frozen=True)
@@ -288,9 +397,11 @@ class PaymentInitiation:
     regulatory_reporting_code: str | None = None
     regulatory_reporting_information: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
-        out = dict(self.extra)
+        out = {**self.extra, **self.unread}  # nothing the bank sent is lost when a record is written back
         out["instructedAmount"] = self.instructed_amount.to_json()
         out["creditorName"] = self.creditor_name
         _put(out, "creditorAgent", self.creditor_agent)
@@ -325,6 +436,7 @@ class PaymentInitiation:
             regulatory_reporting_code=f.str("regulatoryReportingCode"),
             regulatory_reporting_information=f.str("regulatoryReportingInformation"),
             extra=f.extra(),
+            unread=f.unread,
         )
 
 
@@ -349,6 +461,8 @@ class PaymentInitiationResponse:
     psu_message: str | None = None
     links: dict[str, Link] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
     request_id: str | None = field(default=None, compare=False)
     tpp_session_id: str | None = field(default=None, compare=False)
 
@@ -365,6 +479,7 @@ class PaymentInitiationResponse:
             psu_message=f.str("psuMessage"),
             links=f.links(),
             extra=f.extra(),
+            unread=f.unread,
         )
 
     @property
@@ -390,6 +505,8 @@ class AuthorisationResponse:
     tpp_messages: list[TppMessage] = field(default_factory=list)
     links: dict[str, Link] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "authorisation") -> AuthorisationResponse:
@@ -401,6 +518,7 @@ class AuthorisationResponse:
             tpp_messages=f.tpp_messages(),
             links=f.links(),
             extra=f.extra(),
+            unread=f.unread,
         )
 
     @property
@@ -418,6 +536,8 @@ class PaymentStatus:
     tpp_messages: list[TppMessage] = field(default_factory=list)
     links: dict[str, Link] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "status") -> PaymentStatus:
@@ -429,6 +549,7 @@ class PaymentStatus:
             tpp_messages=f.tpp_messages(),
             links=f.links(),
             extra=f.extra(),
+            unread=f.unread,
         )
 
 
@@ -459,13 +580,17 @@ class PaymentCancellationResponse:
     transaction_status: str | None = None
     links: dict[str, Link] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "cancellation") -> PaymentCancellationResponse:
         if data is None:
             return cls()
         f = _Fields(data, where)
-        return cls(transaction_status=f.str("transactionStatus"), links=f.links(), extra=f.extra())
+        return cls(
+            transaction_status=f.str("transactionStatus"), links=f.links(), extra=f.extra(), unread=f.unread
+        )
 
     @property
     def start_authorisation(self) -> str | None:
@@ -482,6 +607,8 @@ class RedirectResponse:
     psu_message: str | None = None
     tpp_messages: list[TppMessage] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
     tpp_session_id: str | None = field(default=None, compare=False)  # what was sent
 
     @classmethod
@@ -494,6 +621,7 @@ class RedirectResponse:
             psu_message=f.str("psuMessage"),
             tpp_messages=f.tpp_messages(),
             extra=f.extra(),
+            unread=f.unread,
         )
 
     @property
@@ -511,6 +639,8 @@ class Balance:
     reference_date: date | None = None
     last_change_date_time: datetime | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "balance") -> Balance:
@@ -521,6 +651,7 @@ class Balance:
             reference_date=f.date("referenceDate"),
             last_change_date_time=f.datetime("lastChangeDateTime"),
             extra=f.extra(),
+            unread=f.unread,
         )
 
 
@@ -537,6 +668,8 @@ class Account:
     balances: list[Balance] = field(default_factory=list)
     links: dict[str, Link] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "account") -> Account:
@@ -553,6 +686,7 @@ class Account:
             balances=f.list("balances", Balance.from_json),
             links=f.links(),
             extra=f.extra(),
+            unread=f.unread,
         )
 
 
@@ -568,6 +702,8 @@ class CardAccount:
     balances: list[Balance] = field(default_factory=list)
     links: dict[str, Link] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "cardAccount") -> CardAccount:
@@ -583,6 +719,7 @@ class CardAccount:
             balances=f.list("balances", Balance.from_json),
             links=f.links(),
             extra=f.extra(),
+            unread=f.unread,
         )
 
 
@@ -593,12 +730,15 @@ class AccountBalances:
     account: AccountReference | None
     balances: list[Balance]
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "balances") -> AccountBalances:
         f = _Fields(data, where)
         account = f.obj("account", AccountReference.from_json) or f.obj("cardAccount", AccountReference.from_json)
-        return cls(account=account, balances=f.list("balances", Balance.from_json), extra=f.extra())
+        balances = f.list("balances", Balance.from_json)
+        return cls(account=account, balances=balances, extra=f.extra(), unread=f.unread)
 
 
 @dataclass(frozen=True)
@@ -621,6 +761,8 @@ class Transaction:
     original_amount: Amount | None = None
     links: dict[str, Link] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
     #: The bank's record as received (what the portal stores beside the fields it reads).
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -644,6 +786,7 @@ class Transaction:
             original_amount=f.obj("originalAmount", Amount.from_json),
             links=f.links(),
             extra=f.extra(),
+            unread=f.unread,
             raw=data,
         )
 
@@ -665,6 +808,8 @@ class CardTransaction:
     proprietary_bank_transaction_code: str | None = None
     links: dict[str, Link] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
     #: The bank's record as received (what the portal stores beside the fields it reads).
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -682,13 +827,13 @@ class CardTransaction:
             proprietary_bank_transaction_code=f.str("proprietaryBankTransactionCode"),
             links=f.links(),
             extra=f.extra(),
+            unread=f.unread,
             raw=data,
         )
 
 
-def _page_lists(
-    data: Any, where: str, key: str, reader: Callable[[Any, str], T]
-) -> tuple[AccountReference | None, list[T], list[T], dict[str, Link], dict[str, Any]]:
+def _page_lists(data: Any, where: str, key: str, reader: Callable[[Any, str], T]) -> dict[str, Any]:
+    """The fields of a transactions page: the account, booked and pending (each item strict), links, the rest."""
     f = _Fields(data, where)
     account = f.obj("account", AccountReference.from_json) or f.obj("cardAccount", AccountReference.from_json)
     inner = _Fields(f._pop(key) or {}, f"{where}.{key}")
@@ -698,7 +843,14 @@ def _page_lists(
     extra = f.extra()
     if inner.extra():
         extra[key] = inner.extra()
-    return account, booked, pending, links, extra
+    return {
+        "account": account,
+        "booked": booked,
+        "pending": pending,
+        "links": links,
+        "extra": extra,
+        "unread": f.unread,
+    }
 
 
 @dataclass(frozen=True)
@@ -710,12 +862,13 @@ class TransactionList:
     pending: list[Transaction]
     links: dict[str, Link] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
     pages: int = 1
 
     @classmethod
     def from_json(cls, data: Any, where: str = "transactions") -> TransactionList:
-        account, booked, pending, links, extra = _page_lists(data, where, "transactions", Transaction.from_json)
-        return cls(account=account, booked=booked, pending=pending, links=links, extra=extra)
+        return cls(**_page_lists(data, where, "transactions", Transaction.from_json))
 
     @property
     def next_link(self) -> str | None:
@@ -729,14 +882,13 @@ class CardTransactionList:
     pending: list[CardTransaction]
     links: dict[str, Link] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
     pages: int = 1
 
     @classmethod
     def from_json(cls, data: Any, where: str = "cardTransactions") -> CardTransactionList:
-        account, booked, pending, links, extra = _page_lists(
-            data, where, "cardTransactions", CardTransaction.from_json
-        )
-        return cls(account=account, booked=booked, pending=pending, links=links, extra=extra)
+        return cls(**_page_lists(data, where, "cardTransactions", CardTransaction.from_json))
 
     @property
     def next_link(self) -> str | None:
@@ -752,6 +904,8 @@ class Agreement:
     engagements: list[str] = field(default_factory=list)
     links: dict[str, Link] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "agreement") -> Agreement:
@@ -765,6 +919,7 @@ class Agreement:
             engagements=f.strings("engagements"),
             links=f.links(),
             extra=f.extra(),
+            unread=f.unread,
         )
 
 
@@ -781,6 +936,8 @@ class SandboxCustomer:
     card_accounts: list[str] = field(default_factory=list)
     links: dict[str, Link] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "customer") -> SandboxCustomer:
@@ -795,6 +952,7 @@ class SandboxCustomer:
             card_accounts=f.strings("cardAccounts"),
             links=f.links(),
             extra=f.extra(),
+            unread=f.unread,
         )
 
 
@@ -816,19 +974,19 @@ class SandboxClock:
     payment_steps: int | None = None  # None: no batch ran (a clock read)
     next_batch_at: datetime | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "clock") -> SandboxClock:
         f = _Fields(data, where)
-        now = f.datetime("now")
-        if now is None:
-            raise ModelError(f"{where}.now: required")
         return cls(
-            now=now,
+            now=f.datetime("now", required=True),  # type: ignore[arg-type]
             offset_seconds=_whole_number(f._pop("offsetSeconds"), f"{where}.offsetSeconds") or 0,
             payment_steps=_whole_number(f._pop("paymentSteps"), f"{where}.paymentSteps"),
             next_batch_at=f.datetime("nextBatchAt"),
             extra=f.extra(),
+            unread=f.unread,
         )
 
 
