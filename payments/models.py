@@ -115,8 +115,9 @@ class PaymentState(models.TextChoices):
     FINAL = "final", _("Completed")
 
 
-#: Bank statuses after which nothing changes any more (issue 7): polling stops.
-FINAL_TRANSACTION_STATUSES = frozenset({"ACSC", "RJCT", "CANC"})
+#: Bank statuses after which nothing changes any more: polling stops. ACCC (credited to the creditor) is past
+#: ACSC; a bank may end a payment there instead (Berlin Group: "settlement on the creditor's account completed").
+FINAL_TRANSACTION_STATUSES = frozenset({"ACSC", "ACCC", "RJCT", "CANC"})
 
 
 class Payment(models.Model):
@@ -148,6 +149,9 @@ class Payment(models.Model):
     # Made when the review page is shown and posted back with it: the unique constraint turns a double submit
     # into one row.
     idempotency_key = models.UUIDField("idempotency key", unique=True, editable=False)
+    # Made when the payment form is first shown and carried by every post of it (Back, reload, a second tab): a
+    # form already sent shows its payment instead of making another (payments.services.initiation.intent_payment).
+    intent_key = models.UUIDField("intent key", null=True, blank=True, db_index=True, editable=False)
     request_id = models.UUIDField("X-Request-ID of the initiation", unique=True, editable=False)
     tpp_session_id = models.CharField("TPP-Session-ID of the initiation", max_length=64, blank=True)
     # The SCA state whose TPP-Redirect-URI the initiation carried (the PSU's browser session was known): an
@@ -210,6 +214,11 @@ class Payment(models.Model):
     # Reconciliation of OUTCOME_UNKNOWN (payments.services): attempts and next try.
     reconcile_attempts = models.PositiveSmallIntegerField("reconciliation attempts", default=0)
     reconcile_at = models.DateTimeField("next reconciliation", null=True, blank=True)
+
+    # Set when the portal cannot settle the payment by itself (no final status within the poll horizon, a lost
+    # answer past the replay window that its account does not show): the staff queue of the admin.
+    staff_flagged_at = models.DateTimeField("passed to staff", null=True, blank=True, db_index=True)
+    staff_reason = models.CharField("why staff", max_length=300, blank=True)
 
     created_at = models.DateTimeField("created", default=timezone.now)
     submitted_at = models.DateTimeField("sent to the bank", null=True, blank=True)
@@ -275,6 +284,8 @@ class PaymentEventKind(models.TextChoices):
     OUTCOME_UNKNOWN = "unknown", _("Outcome unknown")
     RECONCILED = "reconciled", _("Reconciled with the bank")
     FOUND = "found", _("Found in your account")
+    STAFF = "staff", _("Passed to staff")
+    NOTE = "note", _("Note")
 
 
 class PaymentEvent(models.Model):

@@ -58,6 +58,11 @@ _STATUSES: dict[str, tuple] = {
         _("The bank has accepted the payment; it is not yet posted on the account."),
         "progress",
     ),
+    "ACFC": (
+        _("Accepted, funds checked"),
+        _("The bank has accepted the payment and confirmed that the money is on the account."),
+        "progress",
+    ),
     "ACSP": (
         _("Being settled"),
         _("The money is reserved on your account and settlement is in process."),
@@ -98,12 +103,17 @@ _INSUFFICIENT_FUNDS = (
     "warn",
 )
 
+#: Every code the portal has words for (the rest are "being processed").
+KNOWN_STATUSES = frozenset(_STATUSES)
+
 #: Statuses after which the bank does not take a cancellation any more (settlement has begun or is over).
 NOT_CANCELLABLE = frozenset({"ACSP", "ACSC", "ACCC", "ACWP"}) | FINAL_TRANSACTION_STATUSES
 
 
 def status_text(code: str, funds_available: bool | None = None) -> StatusText:
-    """Label and meaning of a bank status; an unknown code is shown as the bank gave it."""
+    """Label and meaning of a bank status. A code this portal does not know is "being processed" (the code
+    itself is kept for the details disclosure): the payment is polled on, up to the horizon, never taken as
+    final."""
     if code == "ACCP" and funds_available is False:
         label, meaning, tone = _INSUFFICIENT_FUNDS
     elif code in _STATUSES:
@@ -112,6 +122,9 @@ def status_text(code: str, funds_available: bool | None = None) -> StatusText:
         return StatusText(code="", label=str(_("Not sent yet")), meaning="", tone="progress")
     else:
         return StatusText(
-            code=code, label=code, meaning=str(_("A status this portal does not know yet.")), tone="progress"
+            code=code,
+            label=str(_("Being processed")),
+            meaning=str(_("The bank is processing the payment. This page shows its answer when it has one.")),
+            tone="progress",
         )
     return StatusText(code=code, label=str(label), meaning=str(meaning), tone=tone)

@@ -343,8 +343,19 @@ PAYMENT_POLL_MAX_INTERVAL = timedelta(hours=2)
 PAYMENT_POLL_BATCH_GRACE = timedelta(minutes=2)  # after a batch's slot, before its result is read
 PAYMENT_POLL_BATCH_MAX_WAIT = timedelta(hours=6)  # with batch times: the longest wait (overnight) between reads
 # RCVD/PATC (waiting for the PSU's approval or further signers) is read on a backoff from the start of the SCA
-# for this long: the bank's SCA session lasts an hour (spec 3); then polling stops until the next approval.
+# for this long: the bank's SCA session lasts an hour (spec 3); after it, once every PAYMENT_POLL_MAX_INTERVAL.
 PAYMENT_POLL_SIGNERS_WINDOW = timedelta(hours=2)
+# No payment is polled for ever: one not final this long after it was sent (an unknown status, an approval never
+# given) goes to the staff queue instead (Django admin, payments "for staff").
+PAYMENT_POLL_HORIZON = timedelta(
+    days=_at_least("PAYMENT_POLL_HORIZON_DAYS", env.int("PAYMENT_POLL_HORIZON_DAYS", 7), 1)
+)
+# A payment whose initiation answer was lost is sent again (the same request, the same X-Request-ID, never
+# allowing a logical duplicate) only this long after the first send, and on the same business day (Oslo): later,
+# only its account's transactions and staff settle it (docs/bank-interface.md, "Exactly once").
+PAYMENT_REPLAY_WINDOW = timedelta(
+    seconds=_at_least("PAYMENT_REPLAY_WINDOW_SECONDS", env.int("PAYMENT_REPLAY_WINDOW_SECONDS", 600), 0)
+)
 # How long a submission's caller holds the payment before reconciliation takes over (None: longer than any
 # initiation call can last, from BANK_TIMEOUT; only the fault tests' faster clock sets it).
 PAYMENT_CALL_LEASE: timedelta | None = None

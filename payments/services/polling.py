@@ -13,15 +13,20 @@ one transaction (status, timeline event, next poll) only by the holder of the le
 
 When to poll next:
 
-* a final status (ACSC, RJCT, CANC): never again;
+* a final status (ACSC, ACCC, RJCT, CANC): never again;
 * RCVD or PATC (approval, or a further signature, still missing): from the start of each SCA, slowly, with
   backoff, for as long as the bank's SCA may still be completed (``PAYMENT_POLL_SIGNERS_WINDOW``): a PSU who
   approved on another device, or whose redirect back never came, is seen this way; the callback of an approval
-  calls ``poll_soon`` anyway;
+  calls ``poll_soon`` anyway; after that window, every ``PAYMENT_POLL_MAX_INTERVAL``;
 * a status the bank's batches move on (PDNG, ACTC, ACCP, ACSP ...): shortly after the bank's next batch
   (``BANK_BATCH_TIMES``, the bank's configuration), and overnight at least every ``PAYMENT_POLL_BATCH_MAX_WAIT``
   (the status may change asynchronously, spec 3 rule 1); where the batch times are unknown, backoff: the longer
-  the status has not changed, the longer the wait (up to ``PAYMENT_POLL_MAX_INTERVAL``).
+  the status has not changed, the longer the wait (up to ``PAYMENT_POLL_MAX_INTERVAL``). A status the portal
+  does not know is read the same way.
+
+No payment is polled for ever: one still not final ``PAYMENT_POLL_HORIZON`` after it was sent is polled no more
+and is passed to staff (``staff_flagged_at``), so that every payment not final has either a next poll or a staff
+flag.
 """
 
 from __future__ import annotations
@@ -84,7 +89,8 @@ def next_batch_after(moment: datetime) -> datetime | None:
 
 def next_poll_time(*, status: str, now: datetime, unchanged_since: datetime) -> datetime | None:
     """When to read the status of a payment next, given its bank ``status`` (unchanged since
-    ``unchanged_since``); None: never (final, or too long waiting for a signer)."""
+    ``unchanged_since``); None: never (a final status). A status the portal does not know is read on the
+    backoff like any other non-final one; ``past_horizon`` says when to stop and ask staff instead."""
     if status in FINAL_TRANSACTION_STATUSES:
         return None
     minimum, maximum = settings.PAYMENT_POLL_MIN_INTERVAL, settings.PAYMENT_POLL_MAX_INTERVAL
@@ -92,12 +98,31 @@ def next_poll_time(*, status: str, now: datetime, unchanged_since: datetime) -> 
     backoff = min(max(waited, minimum), maximum)  # doubles the time since the last change: slower over time
     if status in WAITING_FOR_SIGNERS:
         if waited > settings.PAYMENT_POLL_SIGNERS_WINDOW:
-            return None  # the SCA sessions have expired; a new approval calls poll_soon
+            # The SCA sessions have expired (a new approval calls poll_soon): the bank may still end the payment
+            # (expire, reject it), so it is read now and then until the horizon hands it to staff.
+            return now + maximum
         return now + backoff
     batch = next_batch_after(now)
     if batch is None:
         return now + backoff
     return min(batch + settings.PAYMENT_POLL_BATCH_GRACE, now + settings.PAYMENT_POLL_BATCH_MAX_WAIT)
+
+
+def past_horizon(payment: Payment, now: datetime) -> bool:
+    """Whether a payment not final yet was sent longer ago than PAYMENT_POLL_HORIZON: it is then polled no more
+    and goes to the staff queue (no payment is polled for ever)."""
+    sent = payment.submitted_at or payment.created_at
+    return now - sent > settings.PAYMENT_POLL_HORIZON
+
+
+def _staff_fields(locked: Payment, now: datetime) -> dict:
+    """The fields that hand a payment to staff at the poll horizon, with its timeline note (once)."""
+    reason = _("No final status from the bank within %(days)s days.") % {
+        "days": settings.PAYMENT_POLL_HORIZON.days
+    }
+    if locked.staff_flagged_at is None:
+        PaymentEvent.objects.create(payment=locked, at=now, kind=PaymentEventKind.STAFF, detail=reason[:512])
+    return {"next_poll_at": None, "staff_flagged_at": locked.staff_flagged_at or now, "staff_reason": reason[:300]}
 
 
 # --- scheduling ----------------------------------------------------------------------------------------------
@@ -322,6 +347,8 @@ def _store_status(payment: Payment, *, token: str, now: datetime, answer, starte
             since = now if changed else _last_change(locked)
             planned = next_poll_time(status=status, now=now, unchanged_since=since)
             fields["next_poll_at"] = _keep_asked_poll(locked, planned, started=started)
+            if past_horizon(locked, now):
+                fields.update(_staff_fields(locked, now))
         if not _update_holding_lease(locked.pk, token, **fields):
             return PollOutcome(ok=True, message="", status=status, skipped=True)
     return PollOutcome(ok=True, message="", status=status, changed=changed)
@@ -358,7 +385,10 @@ def _store_failure(
                 PaymentEvent.objects.create(
                     payment=locked, at=now, kind=PaymentEventKind.BANK_ERROR, detail=message[:512]
                 )
-        if not _update_holding_lease(locked.pk, token, poll_count=F("poll_count") + 1, next_poll_at=later):
+        fields = {"poll_count": F("poll_count") + 1, "next_poll_at": later}
+        if status not in FINAL_TRANSACTION_STATUSES and past_horizon(locked, now):
+            fields.update(_staff_fields(locked, now))
+        if not _update_holding_lease(locked.pk, token, **fields):
             return PollOutcome(ok=ok, message=message, status=status, skipped=True)
     return PollOutcome(ok=ok, message=message, status=status)
 

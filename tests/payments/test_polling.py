@@ -189,9 +189,18 @@ def test_with_batches_the_next_poll_follows_the_next_batch_and_the_day_wraps(set
     )
 
 
-def test_waiting_for_a_signer_stops_after_the_sca_window():
-    assert polling.next_poll_time(status="RCVD", now=NOW, unchanged_since=NOW - timedelta(hours=3)) is None
-    assert polling.next_poll_time(status="ACSC", now=NOW, unchanged_since=NOW) is None
+def test_waiting_for_a_signer_slows_to_the_longest_wait_after_the_sca_window(settings):
+    later = polling.next_poll_time(status="RCVD", now=NOW, unchanged_since=NOW - timedelta(hours=3))
+    assert later == NOW + settings.PAYMENT_POLL_MAX_INTERVAL
+    for final in ("ACSC", "ACCC", "RJCT", "CANC"):
+        assert polling.next_poll_time(status=final, now=NOW, unchanged_since=NOW) is None
+
+
+def test_a_status_the_portal_does_not_know_is_polled_with_backoff(settings):
+    settings.BANK_BATCH_TIMES = ()
+    soon = polling.next_poll_time(status="XXXX", now=NOW, unchanged_since=NOW)
+    late = polling.next_poll_time(status="XXXX", now=NOW, unchanged_since=NOW - timedelta(days=1))
+    assert NOW < soon < late <= NOW + settings.PAYMENT_POLL_MAX_INTERVAL
 
 
 def test_domestic_status_unreadable_before_approval_is_not_an_error(alice, bank):
@@ -537,17 +546,54 @@ def test_an_approval_whose_redirect_never_comes_back_is_followed_from_the_start_
     assert payment.state == PaymentState.AWAITING_STATUS and payment.transaction_status == "PDNG"
 
 
-def test_an_sca_nobody_completes_stops_being_polled_after_the_window(alice, bank, settings):
-    payment = PaymentFactory(user=alice, transaction_status="RCVD", state=PaymentState.AUTHORISING)
+def test_an_sca_nobody_completes_is_read_now_and_then_after_the_window(alice, bank, settings):
+    payment = PaymentFactory(
+        user=alice, transaction_status="RCVD", state=PaymentState.AUTHORISING, submitted_at=NOW
+    )
     PaymentEvent.objects.create(payment=payment, at=NOW, kind=PaymentEventKind.SCA_STARTED, actor=alice)
     bank.answers = [status("RCVD")]
+    moment = NOW + settings.PAYMENT_POLL_SIGNERS_WINDOW + timedelta(seconds=1)
 
-    polling.payment_poll(
-        payment_id=payment.pk, now=NOW + settings.PAYMENT_POLL_SIGNERS_WINDOW + timedelta(seconds=1)
-    )
+    polling.payment_poll(payment_id=payment.pk, now=moment)
 
     payment.refresh_from_db()
-    assert payment.next_poll_at is None  # the next approval's start polls again
+    assert payment.next_poll_at == moment + settings.PAYMENT_POLL_MAX_INTERVAL
+    assert payment.staff_flagged_at is None
+
+
+@pytest.mark.parametrize("answer", ["XXXX", "RCVD", "error"])
+def test_a_payment_not_final_at_the_horizon_goes_to_staff_and_is_polled_no_more(alice, bank, settings, answer):
+    payment = PaymentFactory(
+        user=alice, transaction_status="ACTC", state=PaymentState.AWAITING_STATUS, submitted_at=NOW
+    )
+    bank.answers = [
+        status(answer)
+        if answer != "error"
+        else ServerError("down", status=503, tpp_messages=[TppMessage("ERROR", "SERVICE_UNAVAILABLE")])
+    ]
+    moment = NOW + settings.PAYMENT_POLL_HORIZON + timedelta(minutes=1)
+
+    polling.payment_poll(payment_id=payment.pk, now=moment)
+    polling.payment_poll(payment_id=payment.pk, now=moment + timedelta(minutes=1))  # nothing due: one note
+
+    payment.refresh_from_db()
+    assert payment.next_poll_at is None
+    assert payment.staff_flagged_at == moment
+    assert "7 days" in payment.staff_reason
+    assert payment.events.filter(kind=PaymentEventKind.STAFF).count() == 1
+
+
+def test_a_payment_inside_the_horizon_keeps_being_polled(alice, bank, settings):
+    payment = PaymentFactory(
+        user=alice, transaction_status="ACTC", state=PaymentState.AWAITING_STATUS, submitted_at=NOW
+    )
+    bank.answers = [status("XXXX")]
+
+    polling.payment_poll(payment_id=payment.pk, now=NOW + settings.PAYMENT_POLL_HORIZON - timedelta(minutes=1))
+
+    payment.refresh_from_db()
+    assert payment.next_poll_at is not None and payment.staff_flagged_at is None
+    assert payment.state == PaymentState.AWAITING_STATUS
 
 
 def test_starting_an_approval_plans_the_first_status_read(alice, monkeypatch):
