@@ -172,6 +172,9 @@ class Payment(models.Model):
     form_data = models.JSONField("form as typed", default=dict, blank=True)
     # allowLogicalDuplicate=true: the user confirmed paying again what the bank saw as a logical duplicate.
     allow_logical_duplicate = models.BooleanField("logical duplicate allowed", default=False)
+    # The payer chose to approve in the bank's app: the initiation (and its replays) carry
+    # TPP-Redirect-Preferred: false.
+    approve_in_app = models.BooleanField("approve in the bank's app", default=False)
     # Single SCA (X-PSU-IDENTITY) and the PSU headers of the initiation, encrypted, kept only while the bank's
     # answer is unknown: a reconciliation replays the same request (same X-Request-ID, body and headers).
     psu_identity = EncryptedTextField("X-PSU-IDENTITY", blank=True)

@@ -283,7 +283,7 @@ def _to_approval(request, payment: Payment, *, in_app: bool = False):
         messages.error(request, _("The bank could not start the approval: %(text)s") % {"text": error.message})
         return redirect(payment_page(payment))
     if href is None:  # the bank asked for no approval, or asks the signer in its app: its status tells
-        if in_app and not authorisation.signature_counted(payment=payment, signer=request.user):
+        if not authorisation.signature_counted(payment=payment, signer=request.user):
             messages.info(request, authorisation.IN_APP_MESSAGE)
         else:
             messages.info(request, initiation.no_approval_message(payment))
@@ -319,6 +319,7 @@ def payment_review(request, pk):
             presence=psu_presence(request),
             national_identity_number=form.cleaned_data.get("national_identity_number", ""),
             session_key=request.session.session_key,
+            in_app=form.cleaned_data["in_app"],
         )
     except initiation.PaymentNotSubmittable as error:
         if error.field and error.field in form.fields:

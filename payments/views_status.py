@@ -237,13 +237,13 @@ def payment_sign(request, pk: int):
             signer=request.user,
             session_key=request.session.session_key,
             presence=psu_presence(request),
-            in_app=(in_app := choice.is_valid() and choice.cleaned_data["in_app"]),
+            in_app=choice.is_valid() and choice.cleaned_data["in_app"],
         )
     except AuthorisationNotStarted as error:
         messages.error(request, str(error))
         return redirect("payment-detail", pk=payment.pk)
     if href is None:  # the bank asked for no approval, or asks the signer in its app: its status tells
-        if in_app and not signature_counted(payment=payment, signer=request.user):
+        if not signature_counted(payment=payment, signer=request.user):
             messages.info(request, IN_APP_MESSAGE)
         else:
             messages.info(

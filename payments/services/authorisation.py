@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
@@ -28,9 +27,12 @@ from payments.models import Payment, PaymentAuthorisation, PaymentEvent, Payment
 from payments.services.initiation import (  # PAYMENT_PURPOSE: registered by PaymentsConfig.ready from here
     NO_APPROVAL_DETAIL,
     PAYMENT_PURPOSE,
+    STEP_IN_APP,
     STEP_NONE,
+    STEP_REDIRECT,
     PaymentServiceError,
-    approval_step,
+    authorisation_step,
+    start_link,
 )
 from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client
 from xs2a.errors import Xs2aError
@@ -88,7 +90,14 @@ def authorisation_start(
         PaymentState.AWAITING_STATUS,
     ):
         raise AuthorisationNotStarted(_("This payment is not waiting for an approval."))
-    if payment.transaction_status and payment.transaction_status not in ("RCVD", "PATC"):
+    # A status past RCVD/PATC needs no approval, unless the bank's initiation answer asked for one with a
+    # startAuthorisation link (the links decide, spec 2.7) and none was started yet.
+    asked_at_initiation = payment.state == PaymentState.INITIATED and start_link(payment.links or {}) is not None
+    if (
+        payment.transaction_status
+        and payment.transaction_status not in ("RCVD", "PATC")
+        and not asked_at_initiation
+    ):
         raise AuthorisationNotStarted(_("This payment needs no further approval."))
     connection = _signer_connection(payment, signer)
     if signer.pk != payment.user_id and connection is None:
@@ -129,7 +138,7 @@ def authorisation_start(
     if connection is not None and connection.psu_id:
         identity.update(psu_id=connection.psu_id, corporate_id=connection.psu_corporate_id or None)
     psu = dataclasses.replace(presence, **identity)
-    href = payment.links.get("startAuthorisation") if isinstance(payment.links, dict) else None
+    href = start_link(payment.links) if isinstance(payment.links, dict) else None
     # The call's audit row is committed with what the call came to (one commit after the call, not two).
     with bank_audit_deferred() as flush_audit:
         try:
@@ -143,16 +152,18 @@ def authorisation_start(
                     redirect_uri=connection_services.sca_redirect_uri(state),
                     redirect_preferred=False if in_app else None,
                 )
-            if approval_step(sca_redirect=answer.sca_redirect, sca_status=answer.sca_status) == STEP_NONE:
+            step = authorisation_step(sca_redirect=answer.sca_redirect, sca_status=answer.sca_status)
+            if step == STEP_NONE:
                 _no_approval(
                     payment, signer=signer, state=state, authorisation=authorisation, flush_audit=flush_audit
                 )
                 return None
-            redirect_to = answer.sca_redirect or ""
-            parts = urlsplit(redirect_to)
-            decoupled = in_app and not redirect_to
-            if not decoupled and (parts.scheme not in {"http", "https"} or not parts.netloc):
+            if step == STEP_IN_APP and answer.sca_redirect:
+                # A scaRedirect the browser cannot be sent to: neither an address nor an approval in the app.
                 raise AuthorisationNotStarted(_("The bank did not give an address to approve the payment at."))
+            # STEP_IN_APP without a scaRedirect: the bank asks the signer in its app (decoupled), whether or not
+            # they asked for it; its status is read on a backoff from now (below) until the bank says.
+            redirect_to = answer.sca_redirect if step == STEP_REDIRECT else ""
         except (Xs2aError, AuthorisationNotStarted) as error:
             text = (
                 error.message

@@ -14,10 +14,11 @@ Rules kept here:
   unknown; they are erased as soon as it is known.
 - The bank may ask for no approval, or start it with the initiation itself (spec 3 rule 2, 5 rule 7: it may
   exempt any transaction or require SCA on any). The initiation therefore carries the TPP-Redirect-URI of an
-  SCA state (purpose "payment") made before the call: an answer carrying ``scaRedirect`` sends the PSU there and
-  its redirect back reaches connections' one callback like any other; an answer that asks for no approval
-  (scaStatus "exempted", or a status already past RCVD/PATC) has its status read at once. Only an answer
-  waiting for an approval it did not start leaves the payment INITIATED (the startAuthorisation call follows).
+  SCA state (purpose "payment") made before the call. The answer's links decide, whatever its status (spec
+  2.7): ``scaRedirect`` sends the PSU there (its redirect back reaches connections' one callback like any
+  other); a startAuthorisation link leaves the payment INITIATED (the startAuthorisation call follows); neither
+  means the bank asks for no approval, and the status is read at once. A user who chose to approve in the
+  bank's app sends TPP-Redirect-Preferred: false with the initiation too.
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ _ENDED_UNSIGNED = frozenset({"RJCT", "CANC"})
 STEP_REDIRECT = "redirect"  # send the PSU to the bank's scaRedirect
 STEP_NONE = "none"  # the bank asks for no approval: read its status
 STEP_START = "start"  # the approval is still to be started (startAuthorisation)
+STEP_IN_APP = "in_app"  # the bank asks the PSU in its app (no scaRedirect): its status is read
 
 #: The timeline's note when the bank asked for no approval.
 NO_APPROVAL_DETAIL = gettext_lazy("The bank did not ask for approval (exempted from SCA).")
@@ -165,17 +167,46 @@ def _usable_redirect(href: str | None) -> bool:
     return parts.scheme in {"http", "https"} and bool(parts.netloc)
 
 
-def approval_step(*, sca_redirect: str | None, sca_status: str | None, transaction_status: str = "") -> str:
-    """What a bank answer that may start a payment's approval (the initiation, or startAuthorisation) asks of the
-    portal next: STEP_REDIRECT (a usable scaRedirect), STEP_NONE (scaStatus "exempted", or a status already past
-    waiting for an approval: the bank asks for none), STEP_START (an approval still to be started)."""
+#: The links by which a bank asks the TPP to start the approval (Berlin Group: any "startAuthorisation..." link).
+START_LINKS = (
+    "startAuthorisation",
+    "startAuthorisationWithPsuIdentification",
+    "startAuthorisationWithPsuAuthentication",
+    "startAuthorisationWithEncryptedPsuAuthentication",
+    "startAuthorisationWithAuthenticationMethodSelection",
+    "startAuthorisationWithTransactionAuthorisation",
+)
+
+
+def approval_step(*, sca_redirect: str | None, links) -> str:
+    """What an initiation answer asks of the portal next. The links decide (spec 2.7), whatever the status
+    (RCVD, ACTC, ACCP, PDNG ...): a usable ``scaRedirect``, STEP_REDIRECT; a startAuthorisation link,
+    STEP_START; neither, STEP_NONE (the bank asks for no approval: its status is read)."""
+    if _usable_redirect(sca_redirect):
+        return STEP_REDIRECT
+    if any(name in (links or {}) for name in START_LINKS):
+        return STEP_START
+    return STEP_NONE
+
+
+def start_link(links) -> str | None:
+    """The href of the answer's startAuthorisation link (any of START_LINKS), or None."""
+    for name in START_LINKS:
+        href = (links or {}).get(name)
+        if isinstance(href, str) and href:
+            return href
+    return None
+
+
+def authorisation_step(*, sca_redirect: str | None, sca_status: str | None) -> str:
+    """What a startAuthorisation answer asks next: STEP_REDIRECT (a usable scaRedirect), STEP_NONE (scaStatus
+    "exempted"), else STEP_IN_APP: the approval happens in the bank's app (decoupled); its status is read on a
+    backoff until the bank says."""
     if _usable_redirect(sca_redirect):
         return STEP_REDIRECT
     if (sca_status or "").strip().lower() in NO_SCA_STATUSES:
         return STEP_NONE
-    if transaction_status and transaction_status not in APPROVAL_STATUSES:
-        return STEP_NONE
-    return STEP_START
+    return STEP_IN_APP
 
 
 def state_without_approval(transaction_status: str) -> str:
@@ -406,11 +437,7 @@ def _store_initiated(
     now = timezone.now()
     fields: dict[str, Any] = _answer_fields(answer)
     status = fields["transaction_status"]
-    step = approval_step(
-        sca_redirect=answer.sca_redirect,
-        sca_status=answer.sca_status,
-        transaction_status=answer.transaction_status,
-    )
+    step = approval_step(sca_redirect=answer.sca_redirect, links=answer.links)
     rows = [*events]
     if kind != PaymentEventKind.STATUS:
         confirmed = _("The bank confirmed the payment.")
@@ -564,6 +591,7 @@ def _send(
                 else None
             ),
             allow_logical_duplicate=False if replay else payment.allow_logical_duplicate,
+            redirect_preferred=False if payment.approve_in_app else None,
             request_id=str(payment.request_id),
         )
 
@@ -658,6 +686,7 @@ def payment_submit(
     presence: PsuContext,
     national_identity_number: str = "",
     session_key: str | None = None,
+    in_app: bool = False,
 ) -> SubmitOutcome:
     """Send the reviewed payment to the bank, once.
 
@@ -722,6 +751,7 @@ def payment_submit(
         initiation_sca_state=sca_state,
         psu_identity=national_identity_number if payment.connection is None else "",
         initiation_psu=_replay_psu_json(psu),
+        approve_in_app=in_app,
         reconcile_at=_call_lease(now),
         updated_at=now,
     )
@@ -731,7 +761,7 @@ def payment_submit(
         payment.refresh_from_db()
         return SubmitOutcome(payment=payment, duplicate_submit=True)
     payment.state, payment.submitted_at, payment.tpp_session_id = PaymentState.SUBMITTING, now, tpp_session_id
-    payment.initiation_sca_state = sca_state
+    payment.initiation_sca_state, payment.approve_in_app = sca_state, in_app
     submitted = (_submitted_event(payment, user),)
 
     with bank_audit_deferred() as flush_audit:
@@ -819,11 +849,7 @@ def payment_submit(
 
 def _answered(payment: Payment, answer: bank_models.PaymentInitiationResponse) -> SubmitOutcome:
     """The outcome of an initiation answer just stored: where the PSU goes next."""
-    step = approval_step(
-        sca_redirect=answer.sca_redirect,
-        sca_status=answer.sca_status,
-        transaction_status=answer.transaction_status,
-    )
+    step = approval_step(sca_redirect=answer.sca_redirect, links=answer.links)
     if step == STEP_REDIRECT:
         return SubmitOutcome(payment=payment, sca_redirect=answer.sca_redirect or "")
     if step == STEP_NONE:

@@ -619,7 +619,9 @@ def test_an_approval_in_the_banks_app_waits_for_the_banks_status(bank, draft, al
     assert payment.state == PaymentState.AUTHORISING and payment.next_poll_at is not None
 
 
-def test_a_missing_redirect_without_the_box_is_still_an_error(bank, draft, alice, monkeypatch):
+def test_an_authorisation_answer_without_a_redirect_is_an_approval_in_the_app(bank, draft, alice, monkeypatch):
+    """Whether or not the payer asked for the app: no scaRedirect means the bank asks in its app (decoupled);
+    the payment waits for the bank's status, which is read on a backoff from now."""
     monkeypatch.setattr(
         bank,
         "start_authorisation",
@@ -627,8 +629,38 @@ def test_a_missing_redirect_without_the_box_is_still_an_error(bank, draft, alice
     )
     payment = _submit(draft, alice).payment
 
+    assert authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE) is None
+
+    payment.refresh_from_db()
+    assert payment.state == PaymentState.AUTHORISING and payment.next_poll_at is not None
+    assert payment.events.filter(kind=PaymentEventKind.SCA_STARTED).exists()
+    assert not PaymentAuthorisation.objects.filter(payment=payment, completed_at__isnull=False).exists()
+
+
+def test_an_unusable_redirect_is_still_an_error(bank, draft, alice, monkeypatch):
+    monkeypatch.setattr(
+        bank,
+        "start_authorisation",
+        lambda **kw: bank_models.AuthorisationResponse.from_json(
+            {"scaStatus": "started", "_links": {"scaRedirect": {"href": "javascript:alert(1)"}}}
+        ),
+    )
+    payment = _submit(draft, alice).payment
+
     with pytest.raises(AuthorisationNotStarted):
         authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
+
+
+def test_the_choice_of_the_app_goes_with_the_initiation_too(bank, draft, alice):
+    _submit(draft, alice, in_app=True)
+
+    assert bank.initiations[-1]["redirect_preferred"] is False
+
+
+def test_without_the_choice_the_initiation_asks_for_nothing(bank, draft, alice):
+    _submit(draft, alice)
+
+    assert bank.initiations[-1]["redirect_preferred"] is None
 
 
 # --- forms ---------------------------------------------------------------------------------------------------
@@ -805,8 +837,12 @@ def test_check_now_follows_a_sca_redirect_the_replayed_initiation_answers_with(b
         ({"scaStatus": "exempted", "_links": {}}, PaymentState.AWAITING_STATUS),
         ({"transactionStatus": "ACTC", "_links": {}}, PaymentState.AWAITING_STATUS),
         ({"transactionStatus": "ACSC", "_links": {}}, PaymentState.FINAL),
+        (
+            {"transactionStatus": "RCVD", "_links": {"status": {"href": "/v1/x/status"}}},
+            PaymentState.AWAITING_STATUS,
+        ),
     ],
-    ids=["exempted", "accepted", "completed"],
+    ids=["exempted", "accepted", "completed", "received-without-a-start-link"],
 )
 def test_an_initiation_answer_asking_no_approval_never_leaves_the_payment_initiated(
     bank, draft, alice, answer, state
@@ -822,6 +858,24 @@ def test_an_initiation_answer_asking_no_approval_never_leaves_the_payment_initia
     assert (payment.next_poll_at is None) == (state == PaymentState.FINAL)  # final: nothing left to read
     assert ScaState.objects.get(user=alice).used_at is not None  # spent: no redirect back can use it
     assert PaymentAuthorisation.objects.get(payment=payment).completed_at is not None
+
+
+@pytest.mark.parametrize("status", ["RCVD", "ACTC", "ACCP", "PDNG"])
+@pytest.mark.parametrize("link", ["startAuthorisation", "startAuthorisationWithPsuIdentification"])
+def test_a_start_link_asks_for_an_approval_whatever_the_status(bank, draft, alice, alice_client, status, link):
+    """The links decide (spec 2.7): a bank answering ACTC or ACCP with a startAuthorisation link still wants the
+    PSU's approval; the portal starts it (the stub answers with a scaRedirect)."""
+    bank.answer = {
+        "transactionStatus": status,
+        "_links": {link: {"href": "/v1/payments/p/x/authorisations"}, "status": {"href": "/v1/p/x/status"}},
+    }
+
+    sent = alice_client.post(f"/payments/{draft.pk}/review/", {"idempotency_key": str(draft.idempotency_key)})
+
+    assert sent.status_code == 302 and sent["Location"] == "http://bank.test/sca/1"
+    assert bank.authorisations[-1]["href"] == "/v1/payments/p/x/authorisations"
+    payment = Payment.objects.get(pk=draft.pk)
+    assert payment.state == PaymentState.AUTHORISING and payment.transaction_status == status
 
 
 # --- a caller that dies during the call, an unexpected failure, the audit row ---------------------------------
