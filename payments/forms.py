@@ -622,13 +622,3 @@ class PaymentSubmitForm(forms.Form):
                 _("This is not a valid national identity number: 11 digits with two check digits."),
                 code="fodselsnummer_invalid",
             ) from None
-
-
-class NotAtTheBankForm(forms.Form):
-    """The user's explicit word, for a payment the bank did not confirm, that it is not at the bank: only then is
-    the form offered again to make a new payment."""
-
-    checked = forms.BooleanField(
-        label=_("I have checked my account at the bank, and this payment is not there."),
-        error_messages={"required": _("Check your account at the bank first: it may have the payment already.")},
-    )

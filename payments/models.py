@@ -109,6 +109,7 @@ class PaymentState(models.TextChoices):
     REFUSED = "refused", _("Refused by the bank")
     UNCONFIRMED = "unconfirmed", _("Sent; check with your bank")
     FOUND = "found", _("Found in your account")
+    NOT_AT_BANK = "not_at_bank", _("Not at the bank (checked by our staff)")
     INITIATED = "initiated", _("Waiting for your approval")
     AUTHORISING = "authorising", _("Being approved at the bank")
     AWAITING_STATUS = "awaiting_status", _("Processing at the bank")
@@ -118,6 +119,13 @@ class PaymentState(models.TextChoices):
 #: Bank statuses after which nothing changes any more: polling stops. ACCC (credited to the creditor) is past
 #: ACSC; a bank may end a payment there instead (Berlin Group: "settlement on the creditor's account completed").
 FINAL_TRANSACTION_STATUSES = frozenset({"ACSC", "ACCC", "RJCT", "CANC"})
+
+
+#: The portal's states in which whether the bank holds the payment is not known: never editable, never sent
+#: anew, and a payment alike (same debtor, creditor, amount, currency) is not sent while one of them is.
+UNKNOWN_OUTCOME_STATES = frozenset(
+    {PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN, PaymentState.UNCONFIRMED}
+)
 
 
 class Payment(models.Model):
@@ -151,7 +159,7 @@ class Payment(models.Model):
     idempotency_key = models.UUIDField("idempotency key", unique=True, editable=False)
     # Made when the payment form is first shown and carried by every post of it (Back, reload, a second tab): a
     # form already sent shows its payment instead of making another (payments.services.initiation.intent_payment).
-    intent_key = models.UUIDField("intent key", null=True, blank=True, db_index=True, editable=False)
+    intent_key = models.UUIDField("intent key", null=True, blank=True, editable=False)
     request_id = models.UUIDField("X-Request-ID of the initiation", unique=True, editable=False)
     tpp_session_id = models.CharField("TPP-Session-ID of the initiation", max_length=64, blank=True)
     # The SCA state whose TPP-Redirect-URI the initiation carried (the PSU's browser session was known): an
@@ -217,6 +225,8 @@ class Payment(models.Model):
     # Reconciliation of OUTCOME_UNKNOWN (payments.services): attempts and next try.
     reconcile_attempts = models.PositiveSmallIntegerField("reconciliation attempts", default=0)
     reconcile_at = models.DateTimeField("next reconciliation", null=True, blank=True)
+    # The user's "check now" replays no earlier than this (backoff, the bank's Retry-After).
+    replay_not_before = models.DateTimeField("no replay before", null=True, blank=True)
 
     # Set when the portal cannot settle the payment by itself (no final status within the poll horizon, a lost
     # answer past the replay window that its account does not show): the staff queue of the admin.
@@ -237,6 +247,10 @@ class Payment(models.Model):
             # A paymentId names one payment at the bank: two rows never share it.
             models.UniqueConstraint(
                 fields=["product", "payment_id"], condition=~models.Q(payment_id=""), name="payment_bank_id_unique"
+            ),
+            # One intent (a payment form as first shown), one payment: a form posted twice finds the first.
+            models.UniqueConstraint(
+                fields=["intent_key"], condition=models.Q(intent_key__isnull=False), name="payment_intent_unique"
             ),
         ]
         indexes = [

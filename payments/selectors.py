@@ -25,12 +25,14 @@ from accounts.models import AccountKind, BankAccount
 from connections.models import BankConnection, ConnectionState, PsuContextChoice
 from connections.selectors import confirmed_agreement_hashes
 from payments.models import (
+    UNKNOWN_OUTCOME_STATES,
     ExchangeRate,
     ExchangeRateSource,
     Payment,
     PaymentAuthorisation,
     PaymentEvent,
     PaymentEventKind,
+    PaymentState,
 )
 from payments.spec import NOK
 from payments.status import StatusText, status_text
@@ -544,3 +546,50 @@ def payments_list(*, user: Any, filters: ListFilters, drafts: bool = True) -> Qu
 
 def _day_start(day: date) -> datetime:
     return timezone.make_aware(datetime.combine(day, time.min), timezone.get_current_timezone())
+
+
+# --- payments alike (one intent, one payment) -------------------------------------------------------------
+
+
+def payments_alike(*, payment: Payment) -> QuerySet[Payment]:
+    """The user's other payments with the same debtor, creditor, amount and currency (what the bank's logical
+    duplicate check compares, with the day), drafts left out, newest first."""
+    return (
+        Payment.objects.filter(
+            user_id=payment.user_id,
+            debtor_account=payment.debtor_account,
+            creditor_account=payment.creditor_account,
+            amount=payment.amount,
+            currency=payment.currency,
+        )
+        .exclude(pk=payment.pk)
+        .exclude(state=PaymentState.DRAFT)
+        .order_by("-submitted_at", "-id")
+    )
+
+
+def payment_alike_unknown(*, payment: Payment) -> Payment | None:
+    """The user's payment alike whose outcome is not known (sent, perhaps at the bank, not settled): while it
+    exists, ``payment`` is not sent."""
+    return payments_alike(payment=payment).filter(state__in=UNKNOWN_OUTCOME_STATES).first()
+
+
+#: A payment alike in one of these is over: paying "again" cannot meet it half-way.
+_OVER_STATES = (PaymentState.FINAL, PaymentState.REFUSED, PaymentState.NOT_AT_BANK)
+
+
+def payment_alike_open(*, payment: Payment) -> Payment | None:
+    """The user's payment alike that is not over (of unknown outcome, awaiting approval, processing, found in
+    the account without a final status): shown instead of offering to pay again."""
+    return payments_alike(payment=payment).exclude(state__in=_OVER_STATES).first()
+
+
+def payment_alike_final(*, payment: Payment) -> Payment | None:
+    """The newest of the user's payments alike that the bank carried out or still holds as final: the one a
+    "pay it again" would duplicate (None: the bank's duplicate is none of the portal's)."""
+    return (
+        payments_alike(payment=payment)
+        .filter(state=PaymentState.FINAL)
+        .exclude(transaction_status__in=("RJCT", "CANC"))
+        .first()
+    )

@@ -77,12 +77,12 @@ def dispatch_due_polls() -> int:
 
 @shared_task(name="payments.reconcile_payment", ignore_result=True)
 def reconcile_payment(payment_id: int) -> str:
-    """Find out what became of an initiation whose answer was lost (payments.services.initiation.payment_reconcile:
-    replays the same request; one reconciler per payment). Not retried by Celery: the service plans its own
-    next try in ``Payment.reconcile_at``, which beat's dispatcher picks up."""
-    from payments.services.initiation import payment_reconcile
+    """The background's look at an initiation whose answer was lost (payments.services.initiation.
+    reconciliation_check: never a replay; past the replay window the payment goes to staff). Not retried by
+    Celery: the service plans its own next look in ``Payment.reconcile_at``, which beat's dispatcher picks up."""
+    from payments.services.initiation import reconciliation_check
 
-    return payment_reconcile(payment_id=payment_id).state
+    return reconciliation_check(payment_id=payment_id)
 
 
 @shared_task(name="payments.dispatch_due_reconciliations", ignore_result=True)

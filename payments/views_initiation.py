@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
@@ -29,13 +30,13 @@ from payments.forms import (
     CrossBorderPaymentForm,
     DebtorAccountOption,
     DomesticPaymentForm,
-    NotAtTheBankForm,
     PaymentSubmitForm,
 )
 from payments.models import Payment, PaymentProduct, PaymentState
 from payments.reporting_text import payment_rate_phrase
 from payments.selectors import payment_for_viewer, payment_owned
 from payments.services import authorisation, initiation, polling
+from payments.services.lifecycle import EDITABLE_STATES
 from payments.spec import NOK
 from payments.status import status_text
 from users.security import require_recent_authentication, sensitive_page, session_forget_reauthentication
@@ -76,6 +77,20 @@ def _form(product: str, choices: list[selectors.DebtorChoice], data=None, **kwar
     return _FORMS[product](data, debtor_accounts=options, **kwargs)
 
 
+def _intent(request) -> uuid.UUID | None:
+    """The intent key the payment form was first shown with (posted back with it), or None."""
+    try:
+        return uuid.UUID(str(request.POST.get("intent", "")))
+    except ValueError:
+        return None
+
+
+def _already_sent(request, payment: Payment):
+    """A payment form posted again (Back, reload, a second tab, a double click): its payment, never a new one."""
+    messages.info(request, _("This form was sent already. Here is the payment made from it."))
+    return redirect(payment_page(payment))
+
+
 def _draft_from_form(request, product: str, form, choices, *, replaces=None, allow_duplicate=False) -> Payment:
     if choices:
         chosen = next(c for c in choices if c.key == form.cleaned_data["debtor_account"])
@@ -96,14 +111,22 @@ def _draft_from_form(request, product: str, form, choices, *, replaces=None, all
         exchange_rate=equivalent,
         allow_logical_duplicate=allow_duplicate,
         replaces=replaces,
+        intent_key=_intent(request),
     )
 
 
 def _new(request, product: str):
     choices = _debtors(request.user, product)
     form = _form(product, choices, request.POST if request.method == "POST" else None)
+    if request.method == "POST":
+        earlier = _intent_payment(request)
+        if earlier is not None:
+            return _already_sent(request, earlier)
     if request.method == "POST" and form.is_valid():
-        payment = _draft_from_form(request, product, form, choices)
+        try:
+            payment = _draft_from_form(request, product, form, choices)
+        except initiation.IntentAlreadySent as sent:
+            return _already_sent(request, sent.payment)
         return redirect("payment-review", payment.pk)
     return render(
         request,
@@ -113,8 +136,16 @@ def _new(request, product: str):
             "product": product,
             "typed_debtor": not choices,
             "domestic": product == PaymentProduct.DOMESTIC,
+            "intent": _intent(request) or uuid.uuid4(),
         },
     )
+
+
+def _intent_payment(request) -> Payment | None:
+    intent = _intent(request)
+    if intent is None:
+        return None
+    return Payment.objects.filter(user=request.user, intent_key=intent).first()
 
 
 @sensitive_page
@@ -130,10 +161,7 @@ def payment_new_domestic(request):
 
 
 def _is_logical_duplicate(payment: Payment) -> bool:
-    return any(
-        (m.get("code") == "CONFLICT" and m.get("path") == "allowLogicalDuplicate")
-        for m in payment.tpp_messages or []
-    )
+    return initiation.is_logical_duplicate(payment.tpp_messages)
 
 
 @sensitive_page
@@ -142,15 +170,30 @@ def payment_edit(request, pk):
     """The form again, filled in as the payment was typed. Saving makes a new payment (a submitted one is never
     changed); for a payment the bank refused, its messages stand next to the fields they name."""
     payment = payment_owned(user=request.user, pk=pk)
+    if payment.state not in EDITABLE_STATES:
+        # Sent, or perhaps sent (its outcome unknown): never edited into another payment.
+        messages.error(request, _("This payment was sent to the bank, so it cannot be changed."))
+        return redirect(payment_page(payment))
     choices = _debtors(request.user, payment.product)
     duplicate = payment.state == PaymentState.REFUSED and _is_logical_duplicate(payment)
+    # "Pay it again" only when every payment alike of the user's is over, naming the one it would duplicate;
+    # while one is not (unknown outcome, awaiting approval, processing), that payment is shown instead.
+    alike_open = selectors.payment_alike_open(payment=payment) if duplicate else None
+    duplicates = selectors.payment_alike_final(payment=payment) if duplicate and alike_open is None else None
+    duplicate = duplicate and alike_open is None
     if request.method == "POST":
+        earlier = _intent_payment(request)
+        if earlier is not None and earlier.pk != payment.pk:
+            return _already_sent(request, earlier)
         form = _form(payment.product, choices, request.POST)
         allow_duplicate = duplicate and request.POST.get("allow_logical_duplicate") == "on"
         if form.is_valid():
-            new = _draft_from_form(
-                request, payment.product, form, choices, replaces=payment, allow_duplicate=allow_duplicate
-            )
+            try:
+                new = _draft_from_form(
+                    request, payment.product, form, choices, replaces=payment, allow_duplicate=allow_duplicate
+                )
+            except initiation.IntentAlreadySent as sent:
+                return _already_sent(request, sent.payment)
             return redirect("payment-review", new.pk)
         bank_errors: list[str] = []
     else:
@@ -176,6 +219,9 @@ def payment_edit(request, pk):
             "edited": payment,
             "bank_errors": bank_errors,
             "offer_duplicate": duplicate,
+            "duplicates": duplicates,
+            "alike_open": alike_open,
+            "intent": _intent(request) or uuid.uuid4(),
         },
     )
 
@@ -202,7 +248,7 @@ def payment_draft_delete(request, pk):
 # --- review and submission -----------------------------------------------------------------------------------
 
 
-def _review(request, payment: Payment, form: PaymentSubmitForm, *, status: int = 200):
+def _review(request, payment: Payment, form: PaymentSubmitForm, *, status: int = 200, blocking=None):
     funds, funds_unread = _funds(request, payment)
     return render(
         request,
@@ -216,6 +262,8 @@ def _review(request, payment: Payment, form: PaymentSubmitForm, *, status: int =
             "funds": funds,
             "funds_unread": funds_unread,
             "nok_rate": payment_rate_phrase(payment),
+            "blocking": blocking,
+            "blocking_message": initiation.alike_unknown_message(blocking) if blocking is not None else "",
         },
         status=status,
     )
@@ -305,6 +353,9 @@ def payment_review(request, pk):
         form = PaymentSubmitForm(
             initial={"idempotency_key": payment.idempotency_key}, needs_identity=needs_identity
         )
+        blocking = selectors.payment_alike_unknown(payment=payment)
+        if blocking is not None:  # said before the user fills anything in (the submit refuses it too)
+            return _review(request, payment, form, status=409, blocking=blocking)
         return _review(request, payment, form)
     form = PaymentSubmitForm(request.POST, needs_identity=needs_identity)
     if not form.is_valid():
@@ -322,6 +373,8 @@ def payment_review(request, pk):
             in_app=form.cleaned_data["in_app"],
         )
     except initiation.PaymentNotSubmittable as error:
+        if error.blocking is not None:
+            return _review(request, payment, form, status=409, blocking=error.blocking)
         if error.field and error.field in form.fields:
             form.add_error(error.field, error.message)
         else:
@@ -364,21 +417,19 @@ def payment_approve(request, pk):
 @sensitive_page
 @require_http_methods(["GET", "POST"])
 def payment_reconcile(request, pk):
-    """A payment whose answer from the bank was lost: what is known, and "Check now" (the same request is
-    replayed; the bank answers with the payment it made, or makes it once). UNCONFIRMED (the bank refused the
-    replay): the user checks at the bank; only their explicit word that it is not there leads to a new payment,
-    made from the form again and reviewed (the bank still refuses it as a logical duplicate of an existing one)."""
+    """A payment whose answer from the bank was lost: what is known, and "Check now" (inside the replay window
+    the same request is replayed; the bank answers with the payment it made, or makes it once). UNCONFIRMED
+    (the bank refused the replay, or the window passed): the user is told to check at the bank; the payment is
+    looked for in the account's transactions and staff settle it with the bank. It is never made anew from
+    here, and a payment alike cannot be sent until it is settled."""
     payment = payment_owned(user=request.user, pk=pk)
     if payment.state not in (PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN, PaymentState.UNCONFIRMED):
         return redirect(payment_page(payment))
     if payment.state == PaymentState.UNCONFIRMED and initiation.unconfirmed_find(payment_id=payment.pk):
         messages.success(request, initiation.FOUND_MESSAGE)
         return redirect("payment-detail", payment.pk)
-    if payment.state == PaymentState.UNCONFIRMED:
-        form = NotAtTheBankForm(request.POST if request.method == "POST" else None)
-        if request.method == "POST" and form.is_valid():
-            return redirect("payment-edit", payment.pk)
-        return render(request, "payments/reconcile.html", {"payment": payment, "form": form})
+    if payment.state == PaymentState.UNCONFIRMED:  # staff settle it with the bank; never made anew from here
+        return render(request, "payments/reconcile.html", {"payment": payment})
     if request.method == "POST":  # the service refuses while another caller holds the payment
         outcome = initiation.payment_reconcile(
             payment_id=payment.pk, actor=request.user, presence=psu_presence(request)

@@ -34,6 +34,7 @@ from payments.services.initiation import (  # PAYMENT_PURPOSE: registered by Pay
     authorisation_step,
     start_link,
 )
+from payments.services.lifecycle import payment_move
 from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client
 from xs2a.errors import Xs2aError
 from xs2a.psu import PsuContext
@@ -185,8 +186,8 @@ def authorisation_start(
         first_poll = started + settings.PAYMENT_POLL_MIN_INTERVAL
         with transaction.atomic():
             flush_audit()
-            moved = Payment.objects.filter(pk=payment.pk, state=PaymentState.INITIATED).update(
-                state=PaymentState.AUTHORISING, updated_at=started
+            moved = payment_move(
+                payment.pk, source=PaymentState.INITIATED, target=PaymentState.AUTHORISING, updated_at=started
             )
             PaymentEvent.objects.create(
                 payment=payment, at=started, kind=PaymentEventKind.SCA_STARTED, actor=signer
@@ -232,8 +233,11 @@ def _no_approval(payment: Payment, *, signer, state: ScaState, authorisation: Pa
             actor=signer,
             detail=NO_APPROVAL_DETAIL,
         )
-        Payment.objects.filter(pk=payment.pk, state__in=(PaymentState.INITIATED, PaymentState.AUTHORISING)).update(
-            state=PaymentState.AWAITING_STATUS, updated_at=now
+        payment_move(
+            payment.pk,
+            source=(PaymentState.INITIATED, PaymentState.AUTHORISING),
+            target=PaymentState.AWAITING_STATUS,
+            updated_at=now,
         )
         poll_soon(payment)
     payment.refresh_from_db(fields=["state", "updated_at", "next_poll_at"])

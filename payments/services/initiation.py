@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -44,6 +44,7 @@ from accounts import selectors as account_selectors
 from connections import services as connection_services
 from connections.models import BankConnection, ConnectionState, PsuContextChoice, ScaState
 from connections.services import tpp_session_for
+from payments import selectors as payment_selectors
 from payments.instructions import (
     BANK_PATH_TO_FIELD,
     PaymentInstruction,
@@ -61,10 +62,14 @@ from payments.models import (
     PaymentState,
 )
 from payments.selectors import NokEquivalent
+from payments.services import dispatch
+from payments.services.lifecycle import payment_move
 from payments.services.polling import poll_soon
 from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client
+from tpp_portal.money import amount_plain
 from xs2a import models as bank_models
 from xs2a.errors import (
+    AccessExceededError,
     ClientError,
     OutcomeUnknownError,
     ResponseSignatureError,
@@ -94,6 +99,13 @@ UNCONFIRMED_MESSAGE = gettext_lazy(
 #: What the user is told about a payment found in their account's transactions (FOUND).
 FOUND_MESSAGE = gettext_lazy(
     "The bank has this payment: we found it in your account's transactions. Do not send it again."
+)
+#: Why a payment of unknown outcome was passed to staff.
+STAFF_REASON_REFUSED_REPLAY = gettext_lazy(
+    "The bank refused the repeated request of a payment whose answer was lost: it may hold the payment."
+)
+STAFF_REASON_WINDOW = gettext_lazy(
+    "The bank's answer was lost and the replay window has passed: settle the payment with the bank."
 )
 #: A reconciler holds the payment this long (a conditional UPDATE of reconcile_at claims it).
 RECONCILE_LEASE = timedelta(minutes=2)
@@ -134,12 +146,43 @@ class PaymentServiceError(Exception):
 
 class PaymentNotSubmittable(PaymentServiceError):
     """The payment cannot be sent (not a draft, the identity it needs is missing ...). ``field`` names the
-    review page's field the message belongs beside, when there is one."""
+    review page's field the message belongs beside, when there is one; ``blocking``: the user's payment alike
+    of unknown outcome that keeps this one from being sent."""
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
+    def __init__(self, message: str, *, field: str | None = None, blocking: Payment | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.field = field
+        self.blocking = blocking
+
+
+class IntentAlreadySent(PaymentServiceError):
+    """The payment form was posted before (Back, reload, a second tab, a double click): ``payment`` is the one
+    made from it, shown instead of a new one."""
+
+    def __init__(self, payment: Payment) -> None:
+        super().__init__(f"intent already used by payment {payment.pk}")
+        self.payment = payment
+
+
+def alike_unknown_message(blocking: Payment) -> str:
+    """Why a payment cannot be sent while the user's payment alike is of unknown outcome, in plain words."""
+    return _(
+        "Your payment of %(amount)s to %(name)s, sent on %(date)s, is not confirmed by the bank "
+        "yet. Until it is settled, the same payment cannot be sent again, so that it is never paid twice."
+    ) % {
+        "amount": amount_plain(blocking.amount, blocking.currency),
+        "name": blocking.creditor_name,
+        "date": timezone.localdate(blocking.submitted_at or blocking.created_at).isoformat(),
+    }
+
+
+#: The note on the user's earlier payment of unknown outcome when the bank refused a payment alike as a logical
+#: duplicate: the bank holds the earlier one.
+DUPLICATE_EVIDENCE = gettext_lazy(
+    "The bank refused a payment alike as a duplicate of this one: the bank has this payment, not approved. "
+    "Approve or cancel it at the bank; otherwise it lapses."
+)
 
 
 @dataclass(frozen=True)
@@ -239,6 +282,7 @@ def payment_draft_create(
     exchange_rate: NokEquivalent | None = None,
     allow_logical_duplicate: bool = False,
     replaces: Payment | None = None,
+    intent_key: uuid.UUID | None = None,
 ) -> Payment:
     """A reviewed, unsent payment: its idempotency key, X-Request-ID and reference are made now; the body is
     frozen (the instruction, the reference first in its message to the recipient).
@@ -248,12 +292,18 @@ def payment_draft_create(
 
     ``replaces``: the draft this one was edited from; it is removed when still unsent (a submitted payment is
     never edited nor removed).
+
+    ``intent_key``: the key the payment form was first shown with. A second post of it makes nothing: it raises
+    IntentAlreadySent with the payment made from the first (one intent, one payment).
     """
+    if intent_key is not None:
+        earlier = Payment.objects.filter(user=user, intent_key=intent_key).first()
+        if earlier is not None:
+            raise IntentAlreadySent(earlier)
     if product not in PaymentProduct.values or context not in PsuContextChoice.values:
         raise ValueError(f"unknown product or context: {product!r}, {context!r}")
     if connection is not None and connection.user_id != user.pk:
         raise ValueError("the connection is not the user's")
-    creditor = instruction.creditor_account
     reference = new_reference()
     body_json = initiation_body_json(with_reference(instruction, reference))
     rate_fields = {}
@@ -266,9 +316,50 @@ def payment_draft_create(
             "nok_rate_date": exchange_rate.rate_date,
             "nok_rate_source": exchange_rate.source,
         }
+    try:
+        return _draft_insert(
+            user=user,
+            product=product,
+            context=context,
+            connection=connection,
+            instruction=instruction,
+            form_data=form_data,
+            nok_equivalent=nok_equivalent,
+            rate_fields=rate_fields,
+            allow_logical_duplicate=allow_logical_duplicate,
+            replaces=replaces,
+            intent_key=intent_key,
+            reference=reference,
+            body_json=body_json,
+        )
+    except IntegrityError:
+        earlier = Payment.objects.filter(user=user, intent_key=intent_key).first() if intent_key else None
+        if earlier is None:
+            raise
+        raise IntentAlreadySent(earlier) from None
+
+
+def _draft_insert(
+    *,
+    user,
+    product,
+    context,
+    connection,
+    instruction,
+    form_data,
+    nok_equivalent,
+    rate_fields,
+    allow_logical_duplicate,
+    replaces,
+    intent_key,
+    reference,
+    body_json,
+) -> Payment:
+    creditor = instruction.creditor_account
     with transaction.atomic():
         payment = Payment.objects.create(
             user=user,
+            intent_key=intent_key,
             connection=connection,
             product=product,
             context=context,
@@ -477,18 +568,27 @@ def _store_initiated(
     # them first.
     with transaction.atomic():
         flush_audit()
-        updated = Payment.objects.filter(pk=payment.pk, state__in=_CALLING_STATES).update(
-            psu_identity="", initiation_psu="", reconcile_at=None, updated_at=now, **fields
+        target = fields.pop("state")
+        updated = payment_move(
+            payment.pk,
+            source=_CALLING_STATES,
+            target=target,
+            events=rows,
+            psu_identity="",
+            initiation_psu="",
+            reconcile_at=None,
+            updated_at=now,
+            **fields,
         )
-        if updated == 1:
-            PaymentEvent.objects.bulk_create(rows)
+        fields["state"] = target
+        if updated:
             if authorisation is not None:
                 authorisation.save()
             if sca_state is not None and step != STEP_REDIRECT:
                 connection_services.sca_state_spend(state=sca_state, now=now)
             if step == STEP_NONE and fields["state"] != PaymentState.FINAL:
                 poll_soon(payment)  # next_poll_at now; the poll is enqueued when this commits
-    if updated != 1:
+    if not updated:
         return False
     # What the UPDATE wrote, without reading the row back.
     for name, value in fields.items():
@@ -507,24 +607,24 @@ def _store_refused(
     text = error.text or error.code or (f"HTTP {error.status}" if error.status else error.message)
     with transaction.atomic():
         flush_audit()
-        updated = Payment.objects.filter(pk=payment.pk, state__in=_CALLING_STATES).update(
-            state=PaymentState.REFUSED,
+        if not payment_move(
+            payment.pk,
+            source=PaymentState.SUBMITTING,
+            target=PaymentState.REFUSED,
+            where={"reconcile_attempts": 0},  # the first send only: a replay is never a refusal
+            events=[
+                *events,
+                PaymentEvent(
+                    payment=payment, at=now, kind=PaymentEventKind.BANK_ERROR, actor=actor, detail=text[:512]
+                ),
+            ],
             tpp_messages=messages_,
             psu_identity="",
             initiation_psu="",
             reconcile_at=None,
             updated_at=now,
-        )
-        if updated != 1:
+        ):
             return False
-        PaymentEvent.objects.bulk_create(
-            [
-                *events,
-                PaymentEvent(
-                    payment=payment, at=now, kind=PaymentEventKind.BANK_ERROR, actor=actor, detail=text[:512]
-                ),
-            ]
-        )
     payment.state, payment.tpp_messages, payment.psu_identity, payment.initiation_psu = (
         PaymentState.REFUSED,
         messages_,
@@ -536,37 +636,46 @@ def _store_refused(
 
 
 def _store_unknown(
-    payment: Payment, *, later: datetime | None, detail: str, actor, flush_audit, events: tuple = ()
+    payment: Payment,
+    *,
+    later: datetime | None,
+    detail: str,
+    actor,
+    flush_audit,
+    events: tuple = (),
+    not_before: datetime | None = None,
 ) -> bool:
-    """SUBMITTING -> OUTCOME_UNKNOWN: the call ended without an answer; the next reconciliation at ``later``
-    (None: no more automatic tries)."""
+    """SUBMITTING -> OUTCOME_UNKNOWN: the call ended without an answer. The background looks at it at ``later``
+    (the end of the replay window); the user's "check now" may replay from ``not_before``."""
     now = timezone.now()
     with transaction.atomic():
         flush_audit()
-        updated = Payment.objects.filter(pk=payment.pk, state=PaymentState.SUBMITTING).update(
-            state=PaymentState.OUTCOME_UNKNOWN, reconcile_at=later, updated_at=now
-        )
-        if updated == 1 and (events or detail):
-            rows = [*events]
-            if detail:
-                rows.append(
-                    PaymentEvent(
-                        payment=payment, at=now, kind=PaymentEventKind.OUTCOME_UNKNOWN, actor=actor, detail=detail
-                    )
+        rows = [*events]
+        if detail:
+            rows.append(
+                PaymentEvent(
+                    payment=payment, at=now, kind=PaymentEventKind.OUTCOME_UNKNOWN, actor=actor, detail=detail
                 )
-            PaymentEvent.objects.bulk_create(rows)
-        if updated == 1 and later is not None:
+            )
+        updated = payment_move(
+            payment.pk,
+            source=PaymentState.SUBMITTING,
+            target=PaymentState.OUTCOME_UNKNOWN,
+            events=rows,
+            reconcile_at=later,
+            replay_not_before=not_before,
+            updated_at=now,
+        )
+        if updated and later is not None:
             _enqueue_reconcile(payment.pk, countdown=max(0, int((later - now).total_seconds())))
     payment.refresh_from_db()
-    return updated == 1
+    return updated
 
 
 def _enqueue_reconcile(payment_pk: int, *, countdown: int | None = None) -> None:
     """Enqueue a reconciliation (once the transaction commits); beat's dispatcher catches a lost one."""
-    from payments.tasks import reconcile_payment
-
     delay = int(RECONCILE_DELAYS[0].total_seconds()) if countdown is None else countdown
-    transaction.on_commit(lambda: reconcile_payment.apply_async(args=[payment_pk], countdown=delay))
+    dispatch.enqueue(dispatch.RECONCILE, payment_pk, countdown=delay)
 
 
 def _send(
@@ -603,24 +712,30 @@ def _store_unconfirmed(payment: Payment, error: Xs2aError, *, actor, flush_audit
     text = error.text or error.code or (f"HTTP {error.status}" if error.status else error.message)
     with transaction.atomic():
         flush_audit()
-        updated = Payment.objects.filter(pk=payment.pk, state=PaymentState.SUBMITTING).update(
-            state=PaymentState.UNCONFIRMED,
+        updated = payment_move(
+            payment.pk,
+            source=PaymentState.SUBMITTING,
+            target=PaymentState.UNCONFIRMED,
+            events=[
+                PaymentEvent(
+                    payment=payment,
+                    at=now,
+                    kind=PaymentEventKind.OUTCOME_UNKNOWN,
+                    actor=actor,
+                    detail=_("The bank refused the repeated request (%(text)s); it may have the payment already.")
+                    % {"text": text[:300]},
+                ),
+                _staff_event(payment, now, STAFF_REASON_REFUSED_REPLAY),
+            ],
             tpp_messages=_bank_messages(error),
             psu_identity="",
             initiation_psu="",
             reconcile_at=None,
+            staff_flagged_at=now,
+            staff_reason=str(STAFF_REASON_REFUSED_REPLAY),
             updated_at=now,
         )
-        if updated == 1:
-            PaymentEvent.objects.create(
-                payment=payment,
-                at=now,
-                kind=PaymentEventKind.OUTCOME_UNKNOWN,
-                actor=actor,
-                detail=_("The bank refused the repeated request (%(text)s); it may have the payment already.")
-                % {"text": text[:300]},
-            )
-    return updated == 1
+    return updated
 
 
 def unconfirmed_find(*, payment_id: int) -> bool:
@@ -641,23 +756,29 @@ def unconfirmed_find(*, payment_id: int) -> bool:
         return False
     now = timezone.now()
     with transaction.atomic():
-        updated = Payment.objects.filter(pk=payment.pk, state=PaymentState.UNCONFIRMED).update(
-            state=PaymentState.FOUND, updated_at=now
+        updated = payment_move(
+            payment.pk,
+            source=PaymentState.UNCONFIRMED,
+            target=PaymentState.FOUND,
+            events=[
+                PaymentEvent(
+                    payment=payment,
+                    at=now,
+                    kind=PaymentEventKind.FOUND,
+                    detail=_("%(status)s in the account on %(date)s: %(amount)s %(currency)s")
+                    % {
+                        "status": match.get_status_display(),
+                        "date": match.booking_date.isoformat() if match.booking_date else "-",
+                        "amount": match.amount,
+                        "currency": match.currency,
+                    },
+                )
+            ],
+            staff_flagged_at=None,
+            staff_reason="",
+            updated_at=now,
         )
-        if updated == 1:
-            PaymentEvent.objects.create(
-                payment=payment,
-                at=now,
-                kind=PaymentEventKind.FOUND,
-                detail=_("%(status)s in the account on %(date)s: %(amount)s %(currency)s")
-                % {
-                    "status": match.get_status_display(),
-                    "date": match.booking_date.isoformat() if match.booking_date else "-",
-                    "amount": match.amount,
-                    "currency": match.currency,
-                },
-            )
-    return updated == 1
+    return updated
 
 
 #: An UNCONFIRMED payment is looked for in its account's transactions this long after it was sent (the bank
@@ -715,6 +836,9 @@ def payment_submit(
         raise PaymentNotSubmittable(_("This page is out of date. Please review the payment again."))
     if payment.state != PaymentState.DRAFT:
         return SubmitOutcome(payment=payment, duplicate_submit=True)
+    blocking = payment_selectors.payment_alike_unknown(payment=payment)
+    if blocking is not None:
+        raise PaymentNotSubmittable(alike_unknown_message(blocking), blocking=blocking)
     psu = _initiation_psu(payment, presence)
     if payment.connection is None:
         if not national_identity_number:
@@ -744,8 +868,11 @@ def payment_submit(
     tpp_session_id = (
         sca_state.tpp_session_id if sca_state is not None else tpp_session_for(user=user, now=now).session_id
     )
-    claimed = Payment.objects.filter(pk=payment.pk, state=PaymentState.DRAFT, idempotency_key=key).update(
-        state=PaymentState.SUBMITTING,
+    claimed = payment_move(
+        payment.pk,
+        source=PaymentState.DRAFT,
+        target=PaymentState.SUBMITTING,
+        where={"idempotency_key": key},
         submitted_at=now,
         tpp_session_id=tpp_session_id,
         initiation_sca_state=sca_state,
@@ -755,7 +882,7 @@ def payment_submit(
         reconcile_at=_call_lease(now),
         updated_at=now,
     )
-    if claimed != 1:  # the other submit won: it calls the bank
+    if not claimed:  # the other submit won: it calls the bank
         if sca_state is not None:
             connection_services.sca_state_spend(state=sca_state)
         payment.refresh_from_db()
@@ -774,7 +901,7 @@ def payment_submit(
             )
             _store_unknown(
                 payment,
-                later=timezone.now() + RECONCILE_DELAYS[0],
+                later=replay_window_end(payment),
                 detail=_("The bank's answer was lost (%(error)s); checking with the bank.")
                 % {"error": type(error).__name__},
                 actor=user,
@@ -794,20 +921,24 @@ def payment_submit(
                 flush_audit()
                 if sca_state is not None:  # the next submit makes a new one
                     connection_services.sca_state_spend(state=sca_state)
-                if Payment.objects.filter(pk=payment.pk, state=PaymentState.SUBMITTING).update(
-                    state=PaymentState.DRAFT,
+                payment_move(
+                    payment.pk,
+                    source=PaymentState.SUBMITTING,
+                    target=PaymentState.DRAFT,
+                    where={"reconcile_attempts": 0},  # the first send only
+                    events=[
+                        PaymentEvent(
+                            payment=payment,
+                            kind=PaymentEventKind.BANK_ERROR,
+                            actor=user,
+                            detail=_("The bank could not be reached; nothing was sent."),
+                        )
+                    ],
                     submitted_at=None,
                     psu_identity="",
                     initiation_psu="",
                     reconcile_at=None,
-                    updated_at=timezone.now(),
-                ):
-                    PaymentEvent.objects.create(
-                        payment=payment,
-                        kind=PaymentEventKind.BANK_ERROR,
-                        actor=user,
-                        detail=_("The bank could not be reached; nothing was sent."),
-                    )
+                )
             payment.refresh_from_db()
             return SubmitOutcome(
                 payment=payment, message=_("The bank could not be reached; nothing was sent. Please try again.")
@@ -818,7 +949,10 @@ def payment_submit(
             if not _store_refused(payment, error, actor=user, flush_audit=flush_audit, events=submitted):
                 payment.refresh_from_db()
                 return SubmitOutcome(payment=payment)
+            held = _duplicate_evidence(payment, error, actor=user)
             by_field, general = bank_errors_by_field(payment.tpp_messages)
+            if held is not None:
+                general = [str(DUPLICATE_EVIDENCE), *general]
             if not by_field and not general:
                 general = [_("The bank refused the payment (HTTP %(status)s).") % {"status": error.status}]
             return SubmitOutcome(payment=payment, field_errors=by_field, errors=general)
@@ -826,7 +960,7 @@ def payment_submit(
             # Whether the request left is not known: reconciliation finds out (it replays the same request).
             _store_unknown(
                 payment,
-                later=timezone.now() + RECONCILE_DELAYS[0],
+                later=replay_window_end(payment),
                 detail=_("The portal failed while sending the payment; checking with the bank."),
                 actor=user,
                 flush_audit=flush_audit,
@@ -845,6 +979,28 @@ def payment_submit(
             payment.refresh_from_db()  # a reconciler that took over stored the same answer first
             return SubmitOutcome(payment=payment)
     return _answered(payment, answer)
+
+
+def is_logical_duplicate(tpp_messages) -> bool:
+    """The bank refused the payment as a logical duplicate (its CONFLICT on allowLogicalDuplicate)."""
+    return any(
+        m.get("code") == "CONFLICT" and m.get("path") == "allowLogicalDuplicate" for m in tpp_messages or []
+    )
+
+
+def _duplicate_evidence(payment: Payment, error: Xs2aError, *, actor) -> Payment | None:
+    """The bank refused ``payment`` as a logical duplicate while the user's payment alike is of unknown outcome:
+    that is the bank's word that it holds the earlier one (not approved). The earlier one gets a note saying so;
+    nothing is sent for it. Returns the earlier payment, or None."""
+    if not is_logical_duplicate(_bank_messages(error)):
+        return None
+    earlier = payment_selectors.payment_alike_unknown(payment=payment)
+    if earlier is None:
+        return None
+    PaymentEvent.objects.create(
+        payment=earlier, kind=PaymentEventKind.NOTE, actor=actor, detail=str(DUPLICATE_EVIDENCE)[:512]
+    )
+    return earlier
 
 
 def _answered(payment: Payment, answer: bank_models.PaymentInitiationResponse) -> SubmitOutcome:
@@ -870,97 +1026,197 @@ class ReconcileOutcome:
     approval_skipped: bool = False
 
 
-def _reconcile_claim(payment_id: int, *, now: datetime, user_asks: bool) -> bool:
-    """OUTCOME_UNKNOWN (its time has come, or the user asks now) or SUBMITTING whose caller's lease ran out
-    -> SUBMITTING with a fresh lease: one conditional UPDATE, so one caller at a time per payment."""
-    claim = {
-        "state": PaymentState.SUBMITTING,
-        "reconcile_at": _call_lease(now),
-        "reconcile_attempts": F("reconcile_attempts") + 1,
-        "updated_at": now,
-    }
-    unknown = Payment.objects.filter(pk=payment_id, state=PaymentState.OUTCOME_UNKNOWN)
-    if not user_asks:
-        unknown = unknown.filter(models.Q(reconcile_at__isnull=True) | models.Q(reconcile_at__lte=now))
-    if unknown.update(**claim) == 1:
-        return True
-    with transaction.atomic():
-        if (
-            Payment.objects.filter(pk=payment_id, state=PaymentState.SUBMITTING, reconcile_at__lte=now).update(
-                **claim
-            )
-            != 1
-        ):
-            return False
-        # The caller died during its call (its lease ran out): its answer, if any, was never stored.
-        rows = []
-        if not PaymentEvent.objects.filter(payment_id=payment_id, kind=PaymentEventKind.SUBMITTED).exists():
-            submitted_at = Payment.objects.filter(pk=payment_id).values_list("submitted_at", flat=True).first()
-            rows.append(
-                PaymentEvent(payment_id=payment_id, at=submitted_at or now, kind=PaymentEventKind.SUBMITTED)
-            )
+def replay_window_end(payment: Payment) -> datetime | None:
+    """Until when the lost initiation of ``payment`` may be replayed: PAYMENT_REPLAY_WINDOW after it was sent,
+    and never past the end of that business day in Oslo (a bank that takes a repeated X-Request-ID for a new
+    request checks logical duplicates within a day at most)."""
+    sent = payment.submitted_at
+    if sent is None:
+        return None
+    local = timezone.localtime(sent)
+    day_end = timezone.make_aware(datetime.combine(local.date() + timedelta(days=1), datetime.min.time()))
+    return min(sent + settings.PAYMENT_REPLAY_WINDOW, day_end)
+
+
+def replay_allowed(payment: Payment, now: datetime) -> bool:
+    end = replay_window_end(payment)
+    return end is not None and now < end
+
+
+def _staff_event(payment: Payment | int, now: datetime, reason) -> PaymentEvent:
+    payment_id = payment if isinstance(payment, int) else payment.pk
+    return PaymentEvent(payment_id=payment_id, at=now, kind=PaymentEventKind.STAFF, detail=str(reason)[:512])
+
+
+def _replay_backoff(attempts: int, error: Xs2aError | None, now: datetime) -> datetime:
+    """When the user's next "check now" may replay: the backoff of the attempts so far, later when the bank
+    said when (Retry-After of a 429 or a 503)."""
+    later = now + RECONCILE_DELAYS[min(attempts, len(RECONCILE_DELAYS) - 1)]
+    reset_at = getattr(error, "reset_at", None)
+    retry_after = getattr(error, "retry_after", None)
+    if reset_at is not None:
+        later = max(later, reset_at)
+    elif retry_after is not None:
+        later = max(later, now + timedelta(seconds=float(retry_after)))
+    return later
+
+
+def _lease_expired_to_unknown(payment_id: int, now: datetime) -> bool:
+    """SUBMITTING whose caller's lease ran out (the process died during its call): its answer, if any, was never
+    stored. OUTCOME_UNKNOWN with a note; the background looks again at the end of the replay window."""
+    payment = Payment.objects.filter(pk=payment_id).first()
+    if payment is None:
+        return False
+    rows = []
+    if not PaymentEvent.objects.filter(payment_id=payment_id, kind=PaymentEventKind.SUBMITTED).exists():
         rows.append(
+            PaymentEvent(payment_id=payment_id, at=payment.submitted_at or now, kind=PaymentEventKind.SUBMITTED)
+        )
+    rows.append(
+        PaymentEvent(
+            payment_id=payment_id,
+            at=now,
+            kind=PaymentEventKind.OUTCOME_UNKNOWN,
+            detail=_("The portal stopped while waiting for the bank's answer; checking with the bank."),
+        )
+    )
+    end = replay_window_end(payment)
+    return payment_move(
+        payment_id,
+        source=PaymentState.SUBMITTING,
+        target=PaymentState.OUTCOME_UNKNOWN,
+        where={"reconcile_at__lte": now},
+        events=rows,
+        reconcile_at=end if end is not None and end > now else now,
+        updated_at=now,
+    )
+
+
+def _past_window_to_unconfirmed(payment_id: int, now: datetime) -> bool:
+    """OUTCOME_UNKNOWN after the replay window: never replayed again. UNCONFIRMED (looked for in its account's
+    transactions) and passed to staff, who settle it with the bank."""
+    reason = STAFF_REASON_WINDOW
+    moved = payment_move(
+        payment_id,
+        source=PaymentState.OUTCOME_UNKNOWN,
+        target=PaymentState.UNCONFIRMED,
+        events=[
             PaymentEvent(
                 payment_id=payment_id,
                 at=now,
                 kind=PaymentEventKind.OUTCOME_UNKNOWN,
-                detail=_("The portal stopped while waiting for the bank's answer; checking with the bank."),
+                detail=_("The bank did not confirm the payment in time; it is no longer sent again."),
+            ),
+            _staff_event(payment_id, now, reason),
+        ],
+        psu_identity="",
+        initiation_psu="",
+        reconcile_at=None,
+        replay_not_before=None,
+        staff_flagged_at=now,
+        staff_reason=str(reason)[:300],
+        updated_at=now,
+    )
+    if moved:
+        unconfirmed_find(payment_id=payment_id)
+    return moved
+
+
+def reconciliation_check(*, payment_id: int, now: datetime | None = None) -> str:
+    """The background's look at a payment whose answer was lost (beat and the task at the window's end). It
+    never replays (the PSU is not present, and a replay sends presence headers only with the PSU): a caller
+    that died becomes OUTCOME_UNKNOWN; OUTCOME_UNKNOWN past the replay window becomes UNCONFIRMED with a staff
+    flag; inside the window it waits for the window's end. Returns the payment's state."""
+    now = now or timezone.now()
+    _lease_expired_to_unknown(payment_id, now)
+    payment = Payment.objects.filter(pk=payment_id).first()
+    if payment is None:
+        return ""
+    if payment.state == PaymentState.OUTCOME_UNKNOWN:
+        if replay_allowed(payment, now):
+            Payment.objects.filter(pk=payment_id, state=PaymentState.OUTCOME_UNKNOWN).update(
+                reconcile_at=replay_window_end(payment)
             )
-        )
-        PaymentEvent.objects.bulk_create(rows)
-    return True
+        else:
+            _past_window_to_unconfirmed(payment_id, now)
+    return Payment.objects.filter(pk=payment_id).values_list("state", flat=True).first() or ""
 
 
 def payment_reconcile(*, payment_id: int, actor=None, presence: PsuContext | None = None) -> ReconcileOutcome:
-    """Find out what became of an initiation whose answer was lost, by replaying the very same request.
+    """Find out what became of an initiation whose answer was lost: with the PSU present ("check now") and
+    inside the replay window, by replaying the very same request (same X-Request-ID and bytes, never allowing
+    a logical duplicate); otherwise as ``reconciliation_check`` (no replay).
 
     One caller at a time per payment: the claim makes the payment SUBMITTING with a lease (a conditional
-    UPDATE), as the first submission did. ``presence``: the PSU's live request when the user asked ("check
-    now": not held back by the schedule, only by another caller); the stored headers of the initiation
-    otherwise.
+    UPDATE), as the first submission did.
     """
     now = timezone.now()
-    if not _reconcile_claim(payment_id, now=now, user_asks=presence is not None):
+    if presence is None:
+        state = reconciliation_check(payment_id=payment_id, now=now)
+        return ReconcileOutcome(state=state, attempted=False)
+    payment = Payment.objects.filter(pk=payment_id).first()
+    if payment is None:
+        return ReconcileOutcome(state="", attempted=False)
+    if payment.state == PaymentState.OUTCOME_UNKNOWN and not replay_allowed(payment, now):
+        _past_window_to_unconfirmed(payment_id, now)
+        payment.refresh_from_db(fields=["state"])
+        return ReconcileOutcome(state=payment.state, message=UNCONFIRMED_MESSAGE, attempted=False)
+    if (
+        payment.state == PaymentState.OUTCOME_UNKNOWN
+        and payment.replay_not_before
+        and payment.replay_not_before > now
+    ):
+        return ReconcileOutcome(
+            state=payment.state,
+            attempted=False,
+            message=_("The bank asked us to wait. Check again after %(time)s.")
+            % {"time": timezone.localtime(payment.replay_not_before).strftime("%H:%M:%S")},
+        )
+    claimed = payment_move(
+        payment_id,
+        source=PaymentState.OUTCOME_UNKNOWN,
+        target=PaymentState.SUBMITTING,
+        reconcile_at=_call_lease(now),
+        reconcile_attempts=F("reconcile_attempts") + 1,
+        updated_at=now,
+    )
+    if not claimed:
         state = Payment.objects.filter(pk=payment_id).values_list("state", flat=True).first() or ""
         return ReconcileOutcome(state=state, attempted=False)
     payment = Payment.objects.select_related("connection").get(pk=payment_id)
     stored = json.loads(payment.initiation_psu) if payment.initiation_psu else {}
-    if presence is not None:  # the PSU's live request now, with the identity headers of the initiation
-        live = {name: getattr(presence, name) for name in _REPLAY_FIELDS if getattr(presence, name) is not None}
-        stored = {
-            **{k: v for k, v in stored.items() if k in ("psu_id", "corporate_id", "context")},
-            **{k: v for k, v in live.items() if k not in ("psu_id", "corporate_id", "context")},
-        }
-    if "ip_address" not in stored:  # never happens for a claimed submission (it stores them first)
-        Payment.objects.filter(pk=payment.pk, state=PaymentState.SUBMITTING).update(
-            state=PaymentState.OUTCOME_UNKNOWN, reconcile_at=None
-        )
-        logger.error("payment reconciliation impossible: no stored PSU headers", extra={"payment_id": payment.pk})
-        return ReconcileOutcome(
-            state=PaymentState.OUTCOME_UNKNOWN, message=_("Please contact the bank about this payment.")
-        )
-    psu = PsuContext(**stored, identity=payment.psu_identity or None)
+    # The PSU's live request now, with the identity headers of the initiation.
+    live = {name: getattr(presence, name) for name in _REPLAY_FIELDS if getattr(presence, name) is not None}
+    headers = {
+        **{k: v for k, v in stored.items() if k in ("psu_id", "corporate_id", "context")},
+        **{k: v for k, v in live.items() if k not in ("psu_id", "corporate_id", "context")},
+    }
+    psu = PsuContext(**headers, identity=payment.psu_identity or None)
     attempts = payment.reconcile_attempts
-    later = now + RECONCILE_DELAYS[attempts] if attempts < len(RECONCILE_DELAYS) else None
+    window_end = replay_window_end(payment) or now
     with bank_audit_deferred() as flush_audit:
         try:
             answer = _send(payment, psu, actor=actor, replay=True)
-        except (*_ANSWER_LOST, TransportError) as e:
-            _store_unknown(payment, later=later, detail="", actor=actor, flush_audit=flush_audit)
+        except (*_ANSWER_LOST, TransportError, AccessExceededError) as error:
+            # No answer, or "not now" (429, 5xx): the outcome is as unknown as before. Checking goes on with
+            # backoff (the bank's Retry-After respected) inside the window; the background settles it after.
+            not_before = _replay_backoff(attempts, error, now)
+            _store_unknown(
+                payment,
+                later=window_end,
+                not_before=not_before,
+                detail="",
+                actor=actor,
+                flush_audit=flush_audit,
+            )
             logger.warning(
                 "payment reconciliation: no answer",
-                extra={"payment_id": payment.pk, "error": type(e).__name__, "attempt": attempts},
+                extra={"payment_id": payment.pk, "error": type(error).__name__, "attempt": attempts},
             )
-            if later is None:
-                return ReconcileOutcome(
-                    state=PaymentState.OUTCOME_UNKNOWN,
-                    message=_(
-                        "The bank has still not told us whether it received this payment. It will not be sent "
-                        "again; please contact the bank about it."
-                    ),
-                )
             return ReconcileOutcome(
-                state=PaymentState.OUTCOME_UNKNOWN, message=_("The bank did not answer yet; we will try again.")
+                state=PaymentState.OUTCOME_UNKNOWN,
+                message=_("The bank did not answer yet. Check again after %(time)s.")
+                % {"time": timezone.localtime(not_before).strftime("%H:%M:%S")},
             )
         except ClientError as error:
             # Whether the first request arrived is still not known: a bank that refuses a repeated request
@@ -973,12 +1229,12 @@ def payment_reconcile(*, payment_id: int, actor=None, presence: PsuContext | Non
             payment.refresh_from_db(fields=["state"])
             return ReconcileOutcome(state=payment.state, message=UNCONFIRMED_MESSAGE)
         except BaseException:
-            _store_unknown(payment, later=later, detail="", actor=actor, flush_audit=flush_audit)
+            _store_unknown(payment, later=window_end, detail="", actor=actor, flush_audit=flush_audit)
             raise
         # The replay carries the TPP-Redirect-URI of the SCA state made for the first submission (when it had
         # the PSU's browser session): an approval the bank starts now is tied to it.
         sca_state = payment.initiation_sca_state
-        stored = _store_initiated(
+        stored_answer = _store_initiated(
             payment,
             answer,
             kind=PaymentEventKind.RECONCILED,
@@ -987,7 +1243,7 @@ def payment_reconcile(*, payment_id: int, actor=None, presence: PsuContext | Non
             sca_state=sca_state,
         )
     payment.refresh_from_db(fields=["state"])
-    if not stored:
+    if not stored_answer:
         return ReconcileOutcome(state=payment.state)
     answered = _answered(payment, answer)
     return ReconcileOutcome(
@@ -999,7 +1255,8 @@ def payment_reconcile(*, payment_id: int, actor=None, presence: PsuContext | Non
 
 
 def reconciliations_due(*, now=None, limit: int = 200) -> list[int]:
-    """OUTCOME_UNKNOWN payments whose next try has come, and SUBMITTING ones whose caller's lease ran out."""
+    """OUTCOME_UNKNOWN payments whose background look is due (the end of their replay window), and SUBMITTING
+    ones whose caller's lease ran out."""
     now = now or timezone.now()
     return list(
         Payment.objects.filter(

@@ -50,6 +50,8 @@ from payments.models import (
     PaymentProduct,
     PaymentState,
 )
+from payments.services import dispatch
+from payments.services.lifecycle import payment_move
 from tpp_portal.bank import bank_audit_context, bank_client
 from xs2a.errors import AccessExceededError, ResourceUnknownError, Xs2aError
 
@@ -131,15 +133,12 @@ def _staff_fields(locked: Payment, now: datetime) -> dict:
 def poll_soon(payment: Payment) -> None:
     """Read the payment's status as soon as possible: next_poll_at = now, and the poll task is enqueued when
     the current transaction commits (at once outside one). Safe to call twice: the lease makes one poll."""
-    from payments.tasks import poll_payment
-
     now = timezone.now()
     Payment.objects.filter(pk=payment.pk).update(next_poll_at=now)
     payment.next_poll_at = now
-    payment_pk = payment.pk
     # robust: a broker that cannot be reached must not fail the request that approved the payment; the poll is
     # due in the database anyway, and beat's dispatcher enqueues it within a minute.
-    transaction.on_commit(lambda: poll_payment.delay(payment_pk), robust=True)
+    dispatch.enqueue(dispatch.POLL, payment.pk)
 
 
 def polls_after_bank_batches(*, limit: int = DISPATCH_BATCH) -> list[int]:
@@ -183,8 +182,6 @@ def polls_dispatch(*, now: datetime | None = None) -> list[int]:
     while the task waits in the queue; if the task is lost (a worker killed before it ran), the payment is due
     again after that and is enqueued again.
     """
-    from payments.tasks import poll_payment
-
     now = now or timezone.now()
     ids = due_payment_ids(now=now)
     if not ids:
@@ -193,7 +190,7 @@ def polls_dispatch(*, now: datetime | None = None) -> list[int]:
         next_poll_at=now + settings.PAYMENT_POLL_LEASE
     )
     for payment_id in ids:
-        poll_payment.delay(payment_id)
+        dispatch.enqueue_now(dispatch.POLL, payment_id)
     return ids
 
 
@@ -349,7 +346,7 @@ def _store_status(payment: Payment, *, token: str, now: datetime, answer, starte
             fields["next_poll_at"] = _keep_asked_poll(locked, planned, started=started)
             if past_horizon(locked, now):
                 fields.update(_staff_fields(locked, now))
-        if not _update_holding_lease(locked.pk, token, **fields):
+        if not _update_holding_lease(locked.pk, token, locked.state, **fields):
             return PollOutcome(ok=True, message="", status=status, skipped=True)
     return PollOutcome(ok=True, message="", status=status, changed=changed)
 
@@ -388,7 +385,7 @@ def _store_failure(
         fields = {"poll_count": F("poll_count") + 1, "next_poll_at": later}
         if status not in FINAL_TRANSACTION_STATUSES and past_horizon(locked, now):
             fields.update(_staff_fields(locked, now))
-        if not _update_holding_lease(locked.pk, token, **fields):
+        if not _update_holding_lease(locked.pk, token, locked.state, **fields):
             return PollOutcome(ok=ok, message=message, status=status, skipped=True)
     return PollOutcome(ok=ok, message=message, status=status)
 
@@ -404,11 +401,12 @@ def _keep_asked_poll(locked: Payment, planned: datetime | None, *, started: date
     return asked if planned is None else min(planned, asked)
 
 
-def _update_holding_lease(pk: int, token: str, **fields) -> bool:
+def _update_holding_lease(pk: int, token: str, source: str, **fields) -> bool:
     """The write of a poll, only while its lease is still held: conditional on the token in the UPDATE itself,
     so that it holds on SQLite too (where select_for_update locks nothing). When another poller has taken
     over, everything this transaction wrote (the timeline event) is rolled back and the other poller writes."""
-    if Payment.objects.filter(pk=pk, poll_lease_token=token).update(**fields) == 1:
+    target = fields.pop("state", None)
+    if payment_move(pk, source=source, target=target, where={"poll_lease_token": token}, **fields):
         return True
     transaction.set_rollback(True)
     return False

@@ -85,6 +85,34 @@ result = {"id": payment.pk, "state": outcome.payment.state, "message": outcome.m
           "errors": outcome.errors, "request_id": str(payment.request_id)}
 """
 
+# The payer's "check now" (the reconcile page's button, or its automatic check): inside the replay window it
+# replays the very same request with the payer's live presence headers. The background never replays.
+_CHECK = """
+from django.contrib.auth import get_user_model
+from payments.services import initiation
+from xs2a.psu import PsuContext
+
+user = get_user_model().objects.get(username=params["username"])
+presence = PsuContext(ip_address="127.0.0.1", http_method="POST", user_agent="fault tests")
+outcome = initiation.payment_reconcile(payment_id=params["id"], actor=user, presence=presence)
+result = {"state": outcome.state, "attempted": outcome.attempted, "message": str(outcome.message)}
+"""
+
+
+def check_now(product: Product, pk: int, *, until=("initiated",), timeout: float = 60) -> str:
+    """Press "check now" until the payment is in one of ``until`` (a check is refused while the caller's lease
+    holds, or before the backoff after a failed one); the payment's state."""
+    states: list[str] = []
+
+    def settled() -> bool:
+        state = product.django(_CHECK, username="payer", id=pk)["state"]
+        states.append(state)
+        return state in until
+
+    wait_until(settled, timeout=timeout, interval=2, message=f"checked: {states[-5:]}")
+    return states[-1]
+
+
 _POLL = """
 from payments.services.polling import payment_poll
 outcome = payment_poll(payment_id=params["id"])
@@ -175,13 +203,9 @@ def test_a_lost_initiation_answer_is_reconciled_into_exactly_one_payment(product
         assert at_bank(product, done["request_id"]) == (1 if bank_saw_it else 0), (name, product.proxy.last_answer)
         submitted[name] = done
 
-    # The worker reconciles on its own (beat's dispatcher, a 15 s first delay): one payment each, initiated.
+    # The payer checks (inside the replay window): one payment each, initiated.
     for name, done in submitted.items():
-        wait_until(
-            lambda done=done: payment_row(product, done["id"])["state"] == "initiated",
-            timeout=60,
-            message=f"{name} reconciled\n{product.log('worker')}",
-        )
+        assert check_now(product, done["id"]) == "initiated", name
         assert at_bank(product, done["request_id"]) == 1, name
         row = payment_row(product, done["id"])
         assert row["payment_id"] and row["transaction_status"] == "RCVD", (name, row)
@@ -190,8 +214,9 @@ def test_a_lost_initiation_answer_is_reconciled_into_exactly_one_payment(product
 def test_a_process_killed_in_the_middle_of_a_submission_leaves_exactly_one_payment(product):
     """The process submitting the payment (a web worker, here an interpreter of the product's own) is killed
     with SIGKILL while its initiation is on the way to the bank: nothing of it runs again, the row stays
-    SUBMITTING with its lease, and when the lease runs out (8 s here) the beat's dispatcher hands it to
-    reconciliation, which replays the very same request: one payment at the bank, the row initiated."""
+    SUBMITTING with its lease, and when the lease runs out (8 s here) the beat's dispatcher takes it over as of
+    unknown outcome (no replay: the payer is not present); the payer's check then replays the very same request:
+    one payment at the bank, the row initiated."""
     amount = f"{next(_amounts)}.25"
     arrived, seen = len(product.proxy.arrived), len(product.proxy.seen)
     # The bank gets the request 5 s late (it then makes the payment): the caller is still waiting when killed.
@@ -215,11 +240,14 @@ def test_a_process_killed_in_the_middle_of_a_submission_leaves_exactly_one_payme
     request_id = str(uuid.UUID(str(stored_request_id)))  # as sent (X-Request-ID), whatever the column's type
     assert state == "submitting" and lease is not None, row
 
+    # Once the lease has run out, beat's dispatcher takes the payment over (outcome unknown, no replay) ...
     wait_until(
-        lambda: payment_row(product, pk)["state"] == "initiated",
+        lambda: payment_row(product, pk)["state"] == "outcome_unknown",
         timeout=90,
         message=f"taken over by reconciliation\n{product.log('worker')}\n{product.log('beat')}",
     )
+    # ... and the payer's check replays the very same request.
+    assert check_now(product, pk) == "initiated"
     assert at_bank(product, request_id) == 1
 
     def initiations() -> list:

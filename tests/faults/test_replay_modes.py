@@ -6,7 +6,8 @@ never shown as refused nor sent again by itself:
 
 - ``same``: the bank answers a repeated X-Request-ID with the payment it made the first time: reconciled,
   initiated;
-- ``conflict``: it refuses a repeated X-Request-ID (4xx CONFLICT): the payment is "sent; check with your bank";
+- ``conflict``: it refuses a repeated X-Request-ID (4xx CONFLICT): the payment is "sent; check with your bank"
+  and passed to staff;
 - ``new``: it takes the repeat for a new request; the replay asks for no logical duplicate, so the bank refuses
   it when the first arrived ("sent; check with your bank") and makes it when the first never arrived.
 
@@ -20,7 +21,7 @@ import itertools
 
 import pytest
 
-from tests.faults.test_faults import _SUBMIT, INITIATE, PASSWORD
+from tests.faults.test_faults import _SUBMIT, INITIATE, PASSWORD, check_now
 from tests.live_bank import PRIVATE_1
 from tests.product import Fault, Product, connect_bank, sign_in, user_create, wait_until, whole_product
 
@@ -72,19 +73,17 @@ def _state(product: Product, pk: int) -> str:
 def test_a_lost_answer_never_becomes_a_second_payment_whatever_the_bank_does(product, fault, bank_saw_it):
     amount = f"{next(_amounts)}.25"
     fault.match, fault.times = INITIATE, 1
+    start = len(product.proxy.seen)
     product.proxy.inject(fault)
 
     done = product.django(_SUBMIT, username="payer", amount=amount, text=f"replay {product.replay_mode}")
 
     assert done["state"] == "outcome_unknown", done
-    # Reconciliation (beat's dispatcher, after its first delay) replays the very same request.
-    settled = ("initiated", "unconfirmed")
-    wait_until(
-        lambda: _state(product, done["id"]) in settled,
-        timeout=90,
-        message=f"reconciled\n{product.log('worker')}",
-    )
-    state = _state(product, done["id"])
+    # Once the faulted request is over (a late one reached the bank), the payer's check (inside the replay
+    # window) replays the very same request.
+    wait_until(lambda: any(s.fault for s in list(product.proxy.seen)[start:]), timeout=30)
+    state = check_now(product, done["id"], until=("initiated", "unconfirmed"))
+    assert state == _state(product, done["id"])
     assert _payments_at_bank(product, done["request_id"], amount) == 1
     if not bank_saw_it or product.replay_mode == "same":
         assert state == "initiated"  # the bank answered the replay with the one payment

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from urllib.parse import parse_qs, urlsplit
+from zoneinfo import ZoneInfo
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from connections import services as connection_services
@@ -28,7 +30,14 @@ from payments.services.authorisation import (
 )
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
 from xs2a import models as bank_models
-from xs2a.errors import FormatError, OutcomeUnknownError, ServerError, TppMessage, TransportError
+from xs2a.errors import (
+    AccessExceededError,
+    FormatError,
+    OutcomeUnknownError,
+    ServerError,
+    TppMessage,
+    TransportError,
+)
 from xs2a.psu import PsuContext
 
 PRESENCE = PsuContext(ip_address="192.0.2.10", user_agent="pytest", http_method="POST")
@@ -231,6 +240,9 @@ def test_single_sca_needs_the_identity_number_and_sends_it_as_x_psu_identity(ban
     assert outcome.payment.psu_identity == ""
 
 
+OSLO = ZoneInfo("Europe/Oslo")
+
+
 # --- reconciliation ------------------------------------------------------------------------------------------
 
 
@@ -244,7 +256,7 @@ def _unknown(bank, draft, alice) -> Payment:
 def test_reconciliation_replays_the_same_request(bank, draft, alice):
     payment = _unknown(bank, draft, alice)
 
-    outcome = initiation.payment_reconcile(payment_id=payment.pk)
+    outcome = initiation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
 
     first, replay = bank.initiations
     assert replay["request_id"] == first["request_id"] and replay["body"] == first["body"]
@@ -255,30 +267,77 @@ def test_reconciliation_replays_the_same_request(bank, draft, alice):
     assert payment.events.filter(kind=PaymentEventKind.RECONCILED).count() == 1
 
 
-def test_reconciliation_waits_for_its_time_and_one_reconciler(bank, draft, alice):
+def test_a_check_waits_for_the_backoff_and_the_background_never_replays(bank, draft, alice):
     payment = _unknown(bank, draft, alice)
-    Payment.objects.filter(pk=payment.pk).update(reconcile_at=timezone.now() + timedelta(minutes=1))
+    Payment.objects.filter(pk=payment.pk).update(replay_not_before=timezone.now() + timedelta(minutes=1))
 
-    assert not initiation.payment_reconcile(payment_id=payment.pk).attempted
-    assert len(bank.initiations) == 1
-    assert initiation.reconciliations_due() == []
+    assert not initiation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE).attempted
+    assert initiation.reconciliation_check(payment_id=payment.pk) == PaymentState.OUTCOME_UNKNOWN
+    assert len(bank.initiations) == 1  # neither replayed
+    payment.refresh_from_db()
+    assert payment.reconcile_at == initiation.replay_window_end(payment)  # the background looks again then
 
 
-def test_reconciliation_backs_off_then_stops_without_ever_sending_anew(bank, draft, alice):
+@pytest.mark.parametrize("answer", ["503", "429", "lost"])
+def test_a_replay_without_an_answer_keeps_checking_with_backoff_then_goes_to_staff(bank, draft, alice, answer):
+    """A 429 or 5xx on a replay is "not now", not the end of checking: the next check waits for the backoff or
+    the bank's Retry-After; after the replay window nothing is replayed and the payment goes to staff."""
     payment = _unknown(bank, draft, alice)
-    delays = []
-    for _ in initiation.RECONCILE_DELAYS:
-        bank.raise_on_initiate.append(ServerError("still failing", status=503))
-        before = timezone.now()
-        outcome = initiation.payment_reconcile(payment_id=payment.pk)
+    before = []
+    for _attempt in range(3):
+        bank.raise_on_initiate.append(
+            {
+                "503": ServerError("busy", status=503),
+                "429": AccessExceededError("slow down", status=429, retry_after=3600.0),
+                "lost": OutcomeUnknownError("timed out"),
+            }[answer]
+        )
+        outcome = initiation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
         payment.refresh_from_db()
-        assert outcome.state == PaymentState.OUTCOME_UNKNOWN
-        if payment.reconcile_at is not None:
-            delays.append(payment.reconcile_at - before)
-            Payment.objects.filter(pk=payment.pk).update(reconcile_at=timezone.now())
-    assert delays == sorted(delays) and len(delays) == len(initiation.RECONCILE_DELAYS) - 1
-    assert payment.reconcile_at is None and "contact the bank" in outcome.message
+        assert outcome.attempted and outcome.state == payment.state == PaymentState.OUTCOME_UNKNOWN
+        assert payment.replay_not_before > timezone.now()
+        if answer == "429":
+            assert payment.replay_not_before > timezone.now() + timedelta(minutes=59)  # Retry-After respected
+        before.append(payment.replay_not_before - timezone.now())
+        Payment.objects.filter(pk=payment.pk).update(replay_not_before=None)
+    if answer != "429":
+        assert before == sorted(before)  # slower each time
+
+    Payment.objects.filter(pk=payment.pk).update(
+        submitted_at=timezone.now() - settings.PAYMENT_REPLAY_WINDOW - timedelta(seconds=1)
+    )
+    late = initiation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
+
+    payment.refresh_from_db()
+    assert not late.attempted and payment.state == PaymentState.UNCONFIRMED
+    assert payment.staff_flagged_at is not None and payment.events.filter(kind=PaymentEventKind.STAFF).exists()
+    assert len(bank.initiations) == 4  # the first send and three replays
     assert {c["request_id"] for c in bank.initiations} == {str(draft.request_id)}
+
+
+def test_the_replay_window_ends_with_the_business_day(bank, draft, alice, settings):
+    settings.PAYMENT_REPLAY_WINDOW = timedelta(hours=6)
+    payment = _unknown(bank, draft, alice)
+    late_evening = datetime(2026, 12, 7, 23, 55, tzinfo=OSLO)
+    Payment.objects.filter(pk=payment.pk).update(submitted_at=late_evening)
+    payment.refresh_from_db()
+
+    assert initiation.replay_window_end(payment) == datetime(2026, 12, 8, 0, 0, tzinfo=OSLO)
+    assert initiation.replay_allowed(payment, late_evening + timedelta(minutes=4))
+    assert not initiation.replay_allowed(payment, late_evening + timedelta(minutes=6))
+
+
+def test_the_background_passes_a_lost_answer_to_staff_after_the_window(bank, draft, alice):
+    payment = _unknown(bank, draft, alice)
+    Payment.objects.filter(pk=payment.pk).update(
+        submitted_at=timezone.now() - settings.PAYMENT_REPLAY_WINDOW - timedelta(seconds=1)
+    )
+    from payments.tasks import reconcile_payment
+
+    assert reconcile_payment.apply(args=[payment.pk]).get() == PaymentState.UNCONFIRMED
+    payment.refresh_from_db()
+    assert payment.staff_flagged_at is not None and "replay window" in payment.staff_reason
+    assert len(bank.initiations) == 1 and payment.psu_identity == "" and payment.initiation_psu == ""
 
 
 @pytest.mark.parametrize(
@@ -295,7 +354,7 @@ def test_a_refused_replay_is_never_a_refusal_the_payment_may_exist(bank, alice, 
     payment = _unknown(bank, draft, alice)
     bank.raise_on_initiate.append(refusal)
 
-    outcome = initiation.payment_reconcile(payment_id=payment.pk)
+    outcome = initiation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
 
     # The replay asked for no logical duplicate (whatever the first asked), so no bank makes a second payment.
     assert [call["allow_logical_duplicate"] for call in bank.initiations] == [True, False]
@@ -304,14 +363,16 @@ def test_a_refused_replay_is_never_a_refusal_the_payment_may_exist(bank, alice, 
     assert payment.reconcile_at is None and payment.psu_identity == "" and payment.initiation_psu == ""
     assert "Check your account at the bank before you try again" in str(outcome.message)
     assert initiation.reconciliations_due(now=timezone.now() + timedelta(days=1)) == []  # never again by itself
-    # The user sees it and must say it is not at the bank before the form is offered again.
+    assert payment.staff_flagged_at is not None  # staff settle it with the bank
+    # The user is told to check, and is never offered to make it again: no form, and the edit URL refuses.
     page = alice_client.get(f"/payments/{payment.pk}/reconcile/")
-    assert "Check your account at the bank before you try again" in page.content.decode()
-    refused = alice_client.post(f"/payments/{payment.pk}/reconcile/", {})
-    assert refused.status_code == 200 and "checked" in refused.context["form"].errors
-    confirmed = alice_client.post(f"/payments/{payment.pk}/reconcile/", {"checked": "on"})
-    assert confirmed.status_code == 302 and confirmed["Location"] == f"/payments/{payment.pk}/edit/"
-    assert len(bank.initiations) == 2  # nothing sent: the new payment is made from the form and reviewed
+    assert "Check your account at the bank" in page.content.decode()
+    assert "Make the payment again" not in page.content.decode()
+    edit = alice_client.get(f"/payments/{payment.pk}/edit/")
+    assert edit.status_code == 302 and edit["Location"] == f"/payments/{payment.pk}/reconcile/"
+    assert alice_client.post(f"/payments/{payment.pk}/edit/", payment.form_data).status_code == 302
+    assert Payment.objects.filter(user=alice).count() == 1
+    assert len(bank.initiations) == 2
 
 
 def _debit(account, *, remittance: str, amount: str = "-150000.00", status: str = "booked"):
@@ -338,7 +399,7 @@ def _unconfirmed(bank, alice, connection) -> Payment:
     bank.raise_on_initiate.append(
         FormatError("conflict", status=409, tpp_messages=[TppMessage("ERROR", "CONFLICT", None, "seen before")])
     )
-    initiation.payment_reconcile(payment_id=payment.pk)
+    initiation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
     payment.refresh_from_db()
     assert payment.state == PaymentState.UNCONFIRMED
     return payment
@@ -371,7 +432,7 @@ def test_an_unconfirmed_payment_is_found_by_its_reference_in_the_debtor_accounts
     assert "-150000" in event.detail and "Pending" in event.detail
     assert initiation.unconfirmed_find_all() == 0  # once
     # The form is no longer offered: the reconcile page sends her to the payment, which says the bank has it.
-    again = alice_client.post(f"/payments/{payment.pk}/reconcile/", {"checked": "on"})
+    again = alice_client.get(f"/payments/{payment.pk}/reconcile/")
     assert again.status_code == 302 and again["Location"] == f"/payments/{payment.pk}/"
     detail = alice_client.get(f"/payments/{payment.pk}/").content.decode()
     assert "The bank has this payment" in detail
@@ -382,12 +443,12 @@ def test_only_debits_from_the_day_before_sending_on_count_and_new_payments_are_l
     connection = BankConnectionFactory(user=alice)
     debtor = BankAccountFactory(connection=connection, iban="NO9386011117947")
     older = _unconfirmed(bank, alice, connection)
-    newer = _draft(alice, connection, reference="FPN3W00001")
+    newer = _draft(alice, connection, reference="FPN3W00001", amount=Decimal("150001.00"))
     newer = _unknown(bank, newer, alice)
     bank.raise_on_initiate.append(
         FormatError("conflict", status=409, tpp_messages=[TppMessage("ERROR", "CONFLICT", None, "seen before")])
     )
-    initiation.payment_reconcile(payment_id=newer.pk)
+    initiation.payment_reconcile(payment_id=newer.pk, actor=alice, presence=PRESENCE)
     Payment.objects.filter(pk=older.pk).update(submitted_at=timezone.now() - timedelta(days=5))
     # A debit with the older one's reference, booked a week before it was sent, is another payment's.
     stale = _debit(debtor, remittance="FP7K3M9Q2A Rechnung")
@@ -412,7 +473,7 @@ def test_the_reconcile_page_looks_for_the_payment_before_offering_the_form(bank,
     payment = _unconfirmed(bank, alice, connection)
     _debit(debtor, remittance="FP7K3M9Q2A Rechnung")
 
-    response = alice_client.post(f"/payments/{payment.pk}/reconcile/", {"checked": "on"})
+    response = alice_client.get(f"/payments/{payment.pk}/reconcile/")
 
     assert response.status_code == 302 and response["Location"] == f"/payments/{payment.pk}/"
     payment.refresh_from_db()
@@ -751,10 +812,37 @@ def test_a_submitted_payment_is_never_changed_by_edit(bank, alice_client, alice,
         "creditor_name": "Other",
         "creditor_account": "DE89370400440532013000",
     }
-    alice_client.post(f"/payments/{submitted.pk}/edit/", data)
+    sent = alice_client.post(f"/payments/{submitted.pk}/edit/", data)
 
+    assert sent.status_code == 302 and sent["Location"] == f"/payments/{submitted.pk}/"
     assert Payment.objects.get(pk=submitted.pk).amount == Decimal("150000.00")
-    assert Payment.objects.count() == 2
+    assert Payment.objects.count() == 1  # the edit URL of a sent payment makes nothing
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        PaymentState.SUBMITTING,
+        PaymentState.OUTCOME_UNKNOWN,
+        PaymentState.UNCONFIRMED,
+        PaymentState.FOUND,
+        PaymentState.NOT_AT_BANK,
+        PaymentState.INITIATED,
+        PaymentState.AUTHORISING,
+        PaymentState.AWAITING_STATUS,
+        PaymentState.FINAL,
+    ],
+)
+def test_the_edit_url_refuses_every_state_but_draft_and_refused(alice_client, alice, connection, state):
+    payment = _draft(alice, connection)
+    Payment.objects.filter(pk=payment.pk).update(state=state)
+
+    shown = alice_client.get(f"/payments/{payment.pk}/edit/")
+    posted = alice_client.post(f"/payments/{payment.pk}/edit/", {"amount": "1"})
+
+    assert shown.status_code == posted.status_code == 302
+    assert shown["Location"] != f"/payments/{payment.pk}/edit/"
+    assert Payment.objects.count() == 1
 
 
 def test_review_asks_for_the_password_when_it_is_old(alice_client, alice, draft, settings):
@@ -901,11 +989,15 @@ def test_a_submission_whose_caller_died_is_taken_over_by_reconciliation_after_it
         state=PaymentState.SUBMITTING, reconcile_at=timezone.now() + timedelta(minutes=1)
     )
     assert initiation.reconciliations_due() == []  # the caller may still be waiting: its lease holds
-    assert not initiation.payment_reconcile(payment_id=draft.pk).attempted
+    assert not initiation.payment_reconcile(payment_id=draft.pk, actor=alice, presence=PRESENCE).attempted
 
     Payment.objects.filter(pk=draft.pk).update(reconcile_at=timezone.now() - timedelta(seconds=1))
     assert initiation.reconciliations_due() == [draft.pk]
-    outcome = initiation.payment_reconcile(payment_id=draft.pk)
+    # The background takes the dead caller's payment over without replaying it (the PSU is not present) ...
+    assert initiation.reconciliation_check(payment_id=draft.pk) == PaymentState.OUTCOME_UNKNOWN
+    assert len(bank.initiations) == 1
+    # ... and the user's check, inside the window, replays the very same request.
+    outcome = initiation.payment_reconcile(payment_id=draft.pk, actor=alice, presence=PRESENCE)
 
     assert outcome.state == PaymentState.INITIATED
     assert {c["request_id"] for c in bank.initiations} == {str(draft.request_id)} and bank.made == 2

@@ -31,6 +31,7 @@ from tests.payments.journeys import cross_border
 from tpp_portal.bank import bank_client
 from tpp_portal.models import BankCall
 from users.security import REAUTHENTICATED_KEY
+from xs2a.psu import PsuContext
 
 pytestmark = pytest.mark.live_bank
 
@@ -268,9 +269,12 @@ def test_an_answer_lost_after_the_bank_committed_leads_to_one_payment_and_its_st
         page = alice_client.get(sent["Location"])
         assert page.status_code == 200 and "Check now" in page.content.decode()
 
-        # The reconciliation task's run, once its time has come: the very same request is replayed.
-        Payment.objects.filter(pk=payment.pk).update(reconcile_at=None)
-        outcome = payment_reconcile(payment_id=payment.pk)
+        # The user's "check now", inside the replay window: the very same request is replayed.
+        outcome = payment_reconcile(
+            payment_id=payment.pk,
+            actor=alice,
+            presence=PsuContext(ip_address="127.0.0.1", user_agent="pytest", accept_language="nb"),
+        )
 
     assert outcome.state == PaymentState.INITIATED
     payment.refresh_from_db()
@@ -397,7 +401,21 @@ def test_a_logical_duplicate_is_refused_until_the_user_confirms_it(live_bank, al
     same.refresh_from_db()
     assert same.state == PaymentState.REFUSED and same.tpp_messages[0]["path"] == "allowLogicalDuplicate"
     page = alice_client.get(refused["Location"])
-    assert page.context["offer_duplicate"] and "logical duplicate" in " ".join(page.context["bank_errors"])
+    assert "logical duplicate" in " ".join(page.context["bank_errors"])
+    # The first is still awaiting approval: it is shown instead of offering to pay again.
+    first.refresh_from_db()
+    assert not page.context["offer_duplicate"] and page.context["alike_open"] == first
+    assert f"/payments/{first.pk}/" in page.content.decode()
+    ignored = alice_client.post(
+        refused["Location"], {**cross_border(key, amount="4321"), "allow_logical_duplicate": "on"}
+    )
+    assert not Payment.objects.get(pk=int(ignored["Location"].split("/")[2])).allow_logical_duplicate
+    Payment.objects.filter(user=alice, allow_logical_duplicate=False, state=PaymentState.DRAFT).delete()
+    # Once the first is final (as its status read would make it), the choice is offered and names it.
+    Payment.objects.filter(pk=first.pk).update(state=PaymentState.FINAL, transaction_status="ACSC")
+    page = alice_client.get(refused["Location"])
+    assert page.context["offer_duplicate"] and page.context["duplicates"].pk == first.pk
+    assert first.reference in page.content.decode()
 
     confirmed = alice_client.post(
         refused["Location"], {**cross_border(key, amount="4321"), "allow_logical_duplicate": "on"}

@@ -276,7 +276,7 @@ def test_poll_soon_sets_the_poll_due_and_enqueues_it_on_commit(
     alice, monkeypatch, django_capture_on_commit_callbacks
 ):
     sent = []
-    monkeypatch.setattr("payments.tasks.poll_payment.delay", sent.append)
+    monkeypatch.setattr("payments.tasks.poll_payment.apply_async", lambda args, **kw: sent.append(args[0]))
     payment = PaymentFactory(user=alice, next_poll_at=None)
 
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
@@ -291,10 +291,10 @@ def test_poll_soon_sets_the_poll_due_and_enqueues_it_on_commit(
 def test_a_broker_that_cannot_be_reached_does_not_fail_the_approval(
     alice, monkeypatch, django_capture_on_commit_callbacks
 ):
-    def broker_down(payment_id):
+    def broker_down(args, **kwargs):
         raise ConnectionError("broker unreachable")
 
-    monkeypatch.setattr("payments.tasks.poll_payment.delay", broker_down)
+    monkeypatch.setattr("payments.tasks.poll_payment.apply_async", broker_down)
     payment = PaymentFactory(user=alice, next_poll_at=None)
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -306,7 +306,7 @@ def test_a_broker_that_cannot_be_reached_does_not_fail_the_approval(
 
 def test_dispatch_enqueues_due_payments_once_and_again_when_the_task_was_lost(alice, monkeypatch):
     sent = []
-    monkeypatch.setattr("payments.tasks.poll_payment.delay", sent.append)
+    monkeypatch.setattr("payments.tasks.poll_payment.apply_async", lambda args, **kw: sent.append(args[0]))
     due = PaymentFactory(user=alice, next_poll_at=NOW - timedelta(minutes=1))
     PaymentFactory(user=alice, next_poll_at=NOW + timedelta(minutes=5))  # not yet
     PaymentFactory(user=alice, next_poll_at=None, transaction_status="ACSC")  # final

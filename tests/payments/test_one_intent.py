@@ -1,0 +1,183 @@
+"""One intent, one payment; never a second payment beside one of unknown outcome (issue 28, items 3 and 4)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentState
+from payments.services import authorisation as authorisation_module
+from payments.services import initiation
+from tests.bank_factories import BankAccountFactory, BankConnectionFactory
+from tests.payments.test_initiation import StubBank, _draft, _submit
+from xs2a.errors import FormatError, TppMessage
+
+
+@pytest.fixture
+def bank(monkeypatch) -> StubBank:
+    stub = StubBank()
+    for module in (initiation, authorisation_module):
+        monkeypatch.setattr(module, "bank_client", lambda: stub)
+    return stub
+
+
+@pytest.fixture
+def connection(alice):
+    connection = BankConnectionFactory(user=alice)
+    BankAccountFactory(connection=connection, iban="NO9386011117947", currency="NOK")
+    return connection
+
+
+def _form(alice_client, url: str) -> dict:
+    page = alice_client.get(url)
+    assert page.status_code == 200
+    return {"intent": str(page.context["intent"])}
+
+
+def _typed(connection) -> dict:
+    account = connection.accounts.first()
+    return {
+        "debtor_account": str(account.pk),
+        "amount": "1200",
+        "currency": "NOK",
+        "creditor_name": "Müller Maschinenbau GmbH",
+        "creditor_account": "DE89370400440532013000",
+        "creditor_agent": "COBADEFFXXX",
+        "creditor_country": "DE",
+        "creditor_city": "Berlin",
+        "remittance": "Invoice 1",
+    }
+
+
+def test_the_same_form_posted_twice_is_one_payment(alice_client, alice, connection):
+    data = {**_form(alice_client, "/payments/new/"), **_typed(connection)}
+
+    first = alice_client.post("/payments/new/", data)
+    assert first.status_code == 302, first.context["form"].errors if first.context else first
+    again = alice_client.post("/payments/new/", data)  # Back and submit, reload, a second tab
+
+    assert Payment.objects.filter(user=alice).count() == 1
+    payment = Payment.objects.get(user=alice)
+    assert first["Location"] == again["Location"] == f"/payments/{payment.pk}/review/"
+
+
+def test_a_form_posted_again_after_its_payment_was_sent_shows_that_payment(alice_client, alice, connection, bank):
+    data = {**_form(alice_client, "/payments/new/"), **_typed(connection)}
+    alice_client.post("/payments/new/", data)
+    payment = Payment.objects.get(user=alice)
+    _submit(payment, alice)
+
+    again = alice_client.post("/payments/new/", data, follow=True)
+
+    assert Payment.objects.filter(user=alice).count() == 1 and len(bank.initiations) == 1
+    assert again.redirect_chain[-1][0] == f"/payments/{payment.pk}/"
+    assert "This form was sent already" in again.content.decode()
+
+
+def test_each_showing_of_the_form_is_a_new_intent(alice_client, connection):
+    assert _form(alice_client, "/payments/new/") != _form(alice_client, "/payments/new/")
+
+
+def test_two_drafts_of_one_intent_cannot_be_made(alice, connection):
+    import uuid
+
+    from payments.instructions import AccountReference, PaymentInstruction
+
+    intent = uuid.uuid4()
+    instruction = PaymentInstruction(
+        debtor_account=AccountReference(currency="NOK", iban="NO9386011117947"),
+        amount=Decimal("1200"),
+        currency="NOK",
+        creditor_name="Müller Maschinenbau GmbH",
+        creditor_account=AccountReference(currency="NOK", iban="DE89370400440532013000"),
+    )
+    made = dict(
+        user=alice,
+        product="norwegian-cross-border-credit-transfers",
+        context="PRIVATE",
+        connection=connection,
+        instruction=instruction,
+        form_data={},
+        intent_key=intent,
+    )
+    first = initiation.payment_draft_create(**made)
+    with pytest.raises(initiation.IntentAlreadySent) as again:
+        initiation.payment_draft_create(**made)
+    assert again.value.payment == first
+
+
+@pytest.mark.parametrize(
+    "state", [PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN, PaymentState.UNCONFIRMED]
+)
+def test_a_payment_alike_is_not_sent_while_one_is_of_unknown_outcome(bank, alice, alice_client, connection, state):
+    unknown = _draft(alice, connection, reference="FPUNKNOWN1")
+    Payment.objects.filter(pk=unknown.pk).update(state=state)
+    other = _draft(alice, connection, reference="FPOTHER001")
+
+    with pytest.raises(initiation.PaymentNotSubmittable) as refused:
+        _submit(other, alice)
+    assert refused.value.blocking == unknown and "never paid twice" in refused.value.message
+    page = alice_client.get(f"/payments/{other.pk}/review/")
+    assert page.status_code == 409 and "never paid twice" in page.content.decode()
+    assert f"/payments/{unknown.pk}/reconcile/" in page.content.decode()
+    assert bank.initiations == []
+    # Another amount is another payment: not held back.
+    different = _draft(alice, connection, amount=Decimal("150000.01"))
+    assert _submit(different, alice).payment.state == PaymentState.INITIATED
+
+
+@pytest.mark.parametrize("state", [PaymentState.FOUND, PaymentState.NOT_AT_BANK, PaymentState.FINAL])
+def test_a_settled_payment_alike_holds_nothing_back(bank, alice, connection, state):
+    Payment.objects.filter(pk=_draft(alice, connection).pk).update(state=state)
+
+    assert _submit(_draft(alice, connection), alice).payment.state == PaymentState.INITIATED
+
+
+def test_a_duplicate_refusal_while_the_earlier_is_unknown_is_evidence_the_bank_holds_it(bank, alice, connection):
+    """The bank refuses a payment alike as a logical duplicate while the user's earlier one is of unknown outcome
+    (here: the earlier one became unknown while the second was on its way): the earlier one gets the note that
+    the bank holds it, not approved; nothing is sent for it."""
+    earlier = _draft(alice, connection)
+    second = _draft(alice, connection)
+    duplicate = FormatError(
+        "duplicate",
+        status=409,
+        tpp_messages=[TppMessage("ERROR", "CONFLICT", "allowLogicalDuplicate", "Logical duplicate")],
+    )
+
+    def refuse_while_earlier_unknown(body, **kwargs):
+        bank.initiations.append({"body": body, **kwargs})
+        Payment.objects.filter(pk=earlier.pk).update(state=PaymentState.OUTCOME_UNKNOWN)
+        raise duplicate
+
+    bank.initiate = refuse_while_earlier_unknown
+    outcome = _submit(second, alice)
+
+    assert outcome.payment.state == PaymentState.REFUSED
+    assert "the bank has this payment, not approved" in outcome.errors[0]
+    note = PaymentEvent.objects.get(payment=earlier, kind=PaymentEventKind.NOTE)
+    assert "Approve or cancel it at the bank" in note.detail
+    assert len(bank.initiations) == 1
+
+
+def test_pay_it_again_is_offered_only_when_every_payment_alike_is_final_and_names_it(
+    bank, alice, alice_client, connection
+):
+    open_one = _draft(alice, connection, reference="FPOPEN0001")
+    Payment.objects.filter(pk=open_one.pk).update(state=PaymentState.AWAITING_STATUS, transaction_status="ACTC")
+    refused = _draft(alice, connection)
+    Payment.objects.filter(pk=refused.pk).update(
+        state=PaymentState.REFUSED,
+        tpp_messages=[{"category": "ERROR", "code": "CONFLICT", "path": "allowLogicalDuplicate", "text": "dup"}],
+    )
+
+    page = alice_client.get(f"/payments/{refused.pk}/edit/")
+    assert not page.context["offer_duplicate"] and page.context["alike_open"] == open_one
+    assert 'name="allow_logical_duplicate"' not in page.content.decode()
+    assert f"/payments/{open_one.pk}/" in page.content.decode()
+
+    Payment.objects.filter(pk=open_one.pk).update(state=PaymentState.FINAL, transaction_status="ACSC")
+    page = alice_client.get(f"/payments/{refused.pk}/edit/")
+    assert page.context["offer_duplicate"] and page.context["duplicates"] == open_one
+    assert "FPOPEN0001" in page.content.decode() and 'name="allow_logical_duplicate"' in page.content.decode()
