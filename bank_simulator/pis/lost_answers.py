@@ -6,13 +6,13 @@ while the setting is on, or the next one when the sandbox armed it (``POST
 gunicorn process sees the same. The decision travels in the WSGI environ (``ENVIRON_KEY``, Django's
 ``request.META`` is the environ) to ``LostAnswerMiddleware``, the WSGI application gunicorn runs, which then:
 
-- ``reset``: writes nothing and has gunicorn close the socket with SO_LINGER 0, a TCP RST;
+- ``reset``: writes nothing and resets the connection (SO_LINGER 0, a TCP RST);
 - ``tls``: writes a TLS record that does not decrypt under the session (over plain HTTP: those bytes where a
   status line is expected), waits for the client to give up, and closes;
 - ``timeout``: holds the answer ``BANK_SIM_DROP_PAYMENT_ANSWER_DELAY`` seconds, then sends it.
 
-Closing is left to gunicorn (the middleware raises ECONNRESET, which gunicorn takes for a client gone): a socket
-closed here could have its file descriptor reused by another connection before gunicorn writes to it.
+Closing the socket object is left to gunicorn (the middleware raises ECONNRESET, which gunicorn takes for a client
+gone): a descriptor closed here could be reused by another connection before gunicorn writes to it.
 """
 
 from __future__ import annotations
@@ -100,6 +100,18 @@ def _write_raw(sock: socket.socket, data: bytes) -> None:
             pass
 
 
+def _reset(sock: socket.socket) -> None:
+    """Reset the connection now (an RST, no FIN), keeping its file descriptor taken until gunicorn closes it.
+
+    With SO_LINGER 0 the last close of a TCP socket sends RST, but gunicorn half-closes first (FIN) after an
+    error. So the descriptor is made to point at a fresh unconnected socket (dup2): that closes the connection's
+    last reference at once, and gunicorn's half-close then fails (not connected) and closes the stand-in.
+    """
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with socket.socket() as stand_in:
+        os.dup2(stand_in.fileno(), sock.fileno())
+
+
 class LostAnswerMiddleware:
     """Wraps the bank's WSGI application: loses the answers ``decide`` marked, as the mark says."""
 
@@ -131,7 +143,7 @@ class LostAnswerMiddleware:
             start_response(*captured[0])
             return [body]
         if lost.mode == "reset":
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            _reset(sock)
             LOG.info("payment initiation answer lost: connection reset (BANK_SIM_DROP_PAYMENT_ANSWER)")
         else:
             _write_raw(sock, _corrupt_record())
@@ -139,6 +151,5 @@ class LostAnswerMiddleware:
                 "payment initiation answer lost: corrupt TLS record%s (BANK_SIM_DROP_PAYMENT_ANSWER)",
                 "" if isinstance(sock, ssl.SSLSocket) else " over plain HTTP",
             )
-        # gunicorn takes ECONNRESET for a client gone: it writes nothing and closes the socket (with SO_LINGER 0
-        # set above, a reset).
+        # gunicorn takes ECONNRESET for a client gone: it writes nothing and closes the socket.
         raise ConnectionResetError(errno.ECONNRESET, "payment initiation answer lost on purpose")
