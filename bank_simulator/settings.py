@@ -196,7 +196,7 @@ BANK_SIM_SCA_APPROACH = _choice("BANK_SIM_SCA_APPROACH", "redirect", ("redirect"
 # The final status of a settled payment: ACSC, or ACCC (the creditor's account credited).
 BANK_SIM_CREDIT_FINAL = _choice("BANK_SIM_CREDIT_FINAL", "ACSC", ("ACSC", "ACCC"))
 # A payment initiation answered 201 whose answer is lost (the payment is stored): none, reset (TCP RST), tls (a
-# corrupt TLS record) or timeout (held _DELAY seconds); one answer in _EVERY (gunicorn only, but timeout).
+# corrupt TLS record) or timeout (held _DELAY seconds); one answer in _EVERY. reset and tls need gunicorn.
 BANK_SIM_DROP_PAYMENT_ANSWER = _choice("BANK_SIM_DROP_PAYMENT_ANSWER", "none", ("none", "reset", "tls", "timeout"))
 BANK_SIM_DROP_PAYMENT_ANSWER_EVERY = _int("BANK_SIM_DROP_PAYMENT_ANSWER_EVERY", 1, minimum=1)
 BANK_SIM_DROP_PAYMENT_ANSWER_DELAY = _int("BANK_SIM_DROP_PAYMENT_ANSWER_DELAY", 30, minimum=1)
