@@ -20,7 +20,14 @@ from django.urls import clear_url_caches
 from bank_simulator.models import Account
 from bank_simulator.pis import lost_answers
 from bank_simulator.pis.models import Payment, PaymentAuthorisation, TransactionStatus
-from tests.bank_simulator.conftest import PRIVATE_1, PRIVATE_2, accounts_of, give_consent, run_sca
+from tests.bank_simulator.conftest import (
+    CORPORATE_2,
+    PRIVATE_1,
+    PRIVATE_2,
+    accounts_of,
+    give_consent,
+    run_sca,
+)
 from tests.bank_simulator.pis.helpers import (
     CROSS,
     account,
@@ -210,6 +217,32 @@ def test_decoupled_only_a_signer_of_the_agreement_approves(payer, debtor, settin
     assert payer.get(answer["_links"]["scaStatus"]["href"]).json() == {"scaStatus": "started"}
 
 
+def test_decoupled_a_further_signer_is_named_when_the_sca_names_no_one(bank, settings):
+    """A corporate agreement needing two signers: the initiating PSU approves first (the SCA names them); the next
+    SCA is started with the first signer's PSU-ID again, so the app is told who approves."""
+    settings.BANK_SIM_SCA_APPROACH = "decoupled"
+    pin_clock()
+    identify(bank, PRIVATE_2, agreement_index=1)
+    created = _created(bank, account(CORPORATE_2, "Driftskonto"))
+    first = start_authorisation(bank, created).json()
+    assert _decide(bank, first["authorisationId"], "approve").json() == {
+        "scaStatus": "finalised",
+        "transactionStatus": "PATC",
+    }
+    second = start_authorisation(bank, created).json()
+    assert "scaRedirect" not in second["_links"]
+    unnamed = _decide(bank, second["authorisationId"], "approve")
+    assert unnamed.status_code == 400 and unnamed.json()["tppMessages"][0]["path"] == "identity"
+    again = _decide(bank, second["authorisationId"], "approve", identity=PRIVATE_2)
+    assert again.status_code == 409, "the first signer cannot sign twice"
+    done = _decide(bank, second["authorisationId"], "approve", identity=CORPORATE_2)
+    assert done.json() == {"scaStatus": "finalised", "transactionStatus": "PDNG"}
+    signers = Payment.objects.get(payment_id=created["paymentId"]).signatures.values_list(
+        "customer__customer_number", flat=True
+    )
+    assert sorted(signers) == sorted([PRIVATE_2, CORPORATE_2])
+
+
 def test_a_decoupled_sca_past_its_time_cannot_be_approved(payer, debtor, settings):
     settings.BANK_SIM_SCA_APPROACH = "decoupled"
     created = _created(payer, debtor)
@@ -392,3 +425,16 @@ def test_arming_is_a_sandbox_operation(bank, settings):
     answer = bank.post("/v1/sandbox/behaviour/drop-next-payment-answer", json.dumps({"mode": "reset"}))
     assert answer.status_code == 404
     assert bank.post("/v1/sandbox/payment-authorisations/x", '{"action": "approve"}').status_code == 404
+
+
+def test_the_sandbox_reset_disarms_and_restarts_the_count(payer, debtor, settings):
+    settings.BANK_SIM_DROP_PAYMENT_ANSWER = "timeout"
+    settings.BANK_SIM_DROP_PAYMENT_ANSWER_EVERY = 2
+    assert _lost(initiate(payer, body(debtor))) is None  # one counted
+    payer.post("/v1/sandbox/behaviour/drop-next-payment-answer", json.dumps({"mode": "reset"}))
+    assert payer.post("/v1/sandbox/initialize", None).status_code == 200
+    pin_clock()
+    identify(payer, PRIVATE_1)
+    debtor = account(PRIVATE_1, "Brukskonto")
+    answers = [initiate(payer, body(debtor), query="?allowLogicalDuplicate=true") for _ in range(2)]
+    assert [_lost(a) for a in answers] == [None, "timeout"]
