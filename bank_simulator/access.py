@@ -25,6 +25,7 @@ from django.views.decorators.csrf import csrf_exempt
 from bank_simulator import clock, selectors
 from bank_simulator.errors import ApiError, error_response, format_error, header_required
 from bank_simulator.models import Agreement, Consent, CustomerType, PsuIdentity
+from bank_simulator.representations import as_configured
 from bank_simulator.security import replay, response_signing
 from bank_simulator.security.certificates import CertificateError, TppCertificate, load_tpp_certificate
 from bank_simulator.security.httpsig import (
@@ -366,7 +367,9 @@ def endpoint(
                 api.now = real_now + _resolve_psu(api, corporate_required=corporate_required)
                 result = view(api, **kwargs)
                 response = (
-                    result if isinstance(result, HttpResponse) else JsonResponse(result[1], status=result[0])
+                    result
+                    if isinstance(result, HttpResponse)
+                    else JsonResponse(as_configured(result[1], request=request, now=api.now), status=result[0])
                 )
             except ApiError as error:
                 response = error_response(error)

@@ -6,12 +6,16 @@ default since 2020). Links are relative to the base address and carry ``href`` a
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 from decimal import Decimal
 from typing import Any
 from urllib.parse import quote, urlencode
+from zoneinfo import ZoneInfo
 
 import iso4217
+from django.conf import settings
+from django.http import HttpRequest
 
 from bank_simulator.models import Account, Agreement, Customer, Transaction
 from bank_simulator.selectors import Balances
@@ -212,3 +216,45 @@ def customer_json(customer: Customer, *, with_accounts: bool, with_agreements: b
         "cardAccounts": [a.resource_id for a in accounts if a.kind == "CARD"],
         "_links": {"self": link(f"/v1/sandbox/customers/{path_id(customer.customer_id)}")},
     }
+
+
+# --- the bank profile's way of writing answers (BANK_SIM_LINKS, BANK_SIM_DATETIMES) ----------------------------
+
+_DATE_FIELDS = frozenset({"bookingDate", "valueDate", "transactionDate", "referenceDate"})
+_LOCAL = ZoneInfo("Europe/Oslo")  # what a naive date-time of this bank means
+
+
+def as_configured(body: Any, *, request: HttpRequest, now: dt.datetime) -> Any:
+    """The answer as the bank profile writes it. The views write links below the base path (``/v1/...``) and
+    dates as dates; root-relative links get the base path before them, absolute ones the request's scheme and
+    host too; naive date-times write each date at midnight and give each balance a lastChangeDateTime (business
+    time), all without a UTC offset, in the bank's local time. The defaults leave the answer as it is."""
+    base = settings.BANK_SIM_BASE_PATH
+    prefix = {"root-relative": base, "absolute": f"{request.scheme}://{request.get_host()}{base}"}.get(
+        settings.BANK_SIM_LINKS, ""
+    )
+    stamp = None
+    if settings.BANK_SIM_DATETIMES == "naive":
+        stamp = now.astimezone(_LOCAL).replace(tzinfo=None).isoformat(timespec="seconds")
+    if not prefix and stamp is None:
+        return body
+    return _rewrite(body, prefix, stamp)
+
+
+def _rewrite(value: Any, prefix: str, stamp: str | None, *, in_links: bool = False) -> Any:
+    if isinstance(value, list):
+        return [_rewrite(item, prefix, stamp, in_links=in_links) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if in_links and key == "href" and isinstance(item, str) and item.startswith("/"):
+            item = prefix + item
+        elif stamp is not None and key in _DATE_FIELDS and isinstance(item, str) and len(item) == 10:
+            item = f"{item}T00:00:00"
+        else:
+            item = _rewrite(item, prefix, stamp, in_links=in_links or key == "_links")
+        out[key] = item
+    if stamp is not None and "balanceType" in out and "lastChangeDateTime" not in out:
+        out["lastChangeDateTime"] = stamp
+    return out

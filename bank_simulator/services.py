@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -37,6 +37,8 @@ from bank_simulator.models import (
     UnattendedAccess,
 )
 
+# What apps above this one reset with the sandbox (filled in their ready(): the payments' lost answers).
+SANDBOX_RESETS: list[Callable[[], None]] = []
 CONSENT_VALIDITY = dt.timedelta(days=180)
 TPP_SESSION_VALIDITY = dt.timedelta(hours=1)
 
@@ -341,6 +343,8 @@ def sandbox_initialize(*, now: dt.datetime, seed: str | None = None) -> list[Cus
             PsuIdentity(tpp_org_id=tpp, customer=by_number[number], psu_id=psu_id, created_at=created_at)
             for tpp, number, psu_id, created_at in kept_psus
         )
+        for reset in SANDBOX_RESETS:
+            reset()
     return customers
 
 

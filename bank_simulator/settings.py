@@ -6,6 +6,7 @@ Read from the environment with django-environ; a malformed value stops start-up 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -171,6 +172,37 @@ if BANK_SIM_SIGN_RESPONSES:
     ):
         if not _file.is_file():
             raise ImproperlyConfigured(f"{_name}: no such file {str(_file)!r} (needed by BANK_SIM_SIGN_RESPONSES)")
+
+
+# --- Which bank the sandbox plays (docs/sandbox-bank.md, "Bank profiles"); the defaults are the behaviour above.
+def _choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = _read(name, default).strip()
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}: expected {', '.join(choices[:-1])} or {choices[-1]}, got {value!r}")
+    return value
+
+
+# The XS2A API (/v1/...) under a path prefix such as /psd2 (empty: at the root), and how _links are written:
+# base-relative /v1/..., root-relative /psd2/v1/..., absolute https://host/psd2/v1/... (the request's address).
+BANK_SIM_BASE_PATH = _read("BANK_SIM_BASE_PATH", "").strip().rstrip("/")
+if BANK_SIM_BASE_PATH and not re.fullmatch(r"(/[A-Za-z0-9._~-]+)+", BANK_SIM_BASE_PATH):
+    raise ImproperlyConfigured(f"BANK_SIM_BASE_PATH: expected a path such as /psd2, got {BANK_SIM_BASE_PATH!r}")
+BANK_SIM_LINKS = _choice("BANK_SIM_LINKS", "base-relative", ("base-relative", "root-relative", "absolute"))
+# The transactionStatus a payment shows before its SCA is done (the bank keeps it RCVD inside).
+BANK_SIM_STATUS_BEFORE_SCA = _choice("BANK_SIM_STATUS_BEFORE_SCA", "RCVD", ("RCVD", "ACTC", "ACCP", "PDNG"))
+# redirect: every payment SCA by scaRedirect; decoupled: in the bank's app (no scaRedirect; the sandbox approves
+# or refuses for the PSU); tpp-preferred: decoupled when the TPP sends TPP-Redirect-Preferred: false.
+BANK_SIM_SCA_APPROACH = _choice("BANK_SIM_SCA_APPROACH", "redirect", ("redirect", "decoupled", "tpp-preferred"))
+# The final status of a settled payment: ACSC, or ACCC (the creditor's account credited).
+BANK_SIM_CREDIT_FINAL = _choice("BANK_SIM_CREDIT_FINAL", "ACSC", ("ACSC", "ACCC"))
+# A payment initiation answered 201 whose answer is lost (the payment is stored): none, reset (TCP RST), tls (a
+# corrupt TLS record) or timeout (held _DELAY seconds); one answer in _EVERY. reset and tls need gunicorn.
+BANK_SIM_DROP_PAYMENT_ANSWER = _choice("BANK_SIM_DROP_PAYMENT_ANSWER", "none", ("none", "reset", "tls", "timeout"))
+BANK_SIM_DROP_PAYMENT_ANSWER_EVERY = _int("BANK_SIM_DROP_PAYMENT_ANSWER_EVERY", 1, minimum=1)
+BANK_SIM_DROP_PAYMENT_ANSWER_DELAY = _int("BANK_SIM_DROP_PAYMENT_ANSWER_DELAY", 30, minimum=1)
+# offset: dates as dates (as above); naive: dates as date-times at midnight and balances with a lastChangeDateTime,
+# all without a UTC offset (the bank's local time, Europe/Oslo).
+BANK_SIM_DATETIMES = _choice("BANK_SIM_DATETIMES", "offset", ("offset", "naive"))
 
 INSTALLED_APPS = [
     "django.contrib.contenttypes",

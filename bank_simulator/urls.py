@@ -1,13 +1,16 @@
+from django.conf import settings
 from django.urls import include, path
 
 from bank_simulator.access import methods
 from bank_simulator.views import ais, consents, health, openapi, sandbox, sca
 
 # Resource ids are opaque and may hold '!' and '=' (facts.md section 2): the default str converter keeps them.
-urlpatterns = [
+root = [
     path("healthz", health.healthz, name="healthz"),
     path("openapi.json", openapi.document, name="openapi"),
     path("sca/authorize", sca.authorize, name="sca-authorize"),
+]
+api = [
     # consents and PSU identification
     path(
         "v1/bank-offered-consents",
@@ -40,6 +43,9 @@ urlpatterns = [
     path("v1/sandbox/clock", methods(GET=sandbox.clock_read, POST=sandbox.clock_advance)),
     path("", include("bank_simulator.pis.urls")),  # payments (part 2)
 ]
+# The API (/v1/..., the sandbox's too) under BANK_SIM_BASE_PATH; the SCA screens and /healthz stay at the root.
+_base = settings.BANK_SIM_BASE_PATH.strip("/")
+urlpatterns = [*root, path(f"{_base}/", include(api))] if _base else [*root, *api]
 
 handler404 = "bank_simulator.views.health.not_found"
 handler500 = "bank_simulator.views.health.server_error"

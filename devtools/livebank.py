@@ -37,7 +37,7 @@ class NotReady(RuntimeError):
 
 @dataclass(frozen=True)
 class RunningBank:
-    base_url: str  # http://127.0.0.1:<port>, also the bank's BANK_SIM_PUBLIC_URL
+    base_url: str  # http://127.0.0.1:<port> (https with tls), also the bank's BANK_SIM_PUBLIC_URL
     port: int
     process: subprocess.Popen
     log_path: Path  # gunicorn's stdout and stderr
@@ -53,16 +53,22 @@ def free_port() -> int:
 
 
 def wait_for_ok(
-    url: str, *, process: subprocess.Popen, deadline: float, interval: float = 0.2
+    url: str,
+    *,
+    process: subprocess.Popen,
+    deadline: float,
+    interval: float = 0.2,
+    verify: bool | str = True,
 ) -> requests.Response:
     """GET ``url`` until it answers 200, up to ``deadline`` (time.monotonic()); raise NotReady if ``process``
-    ends first or the deadline passes. A refused connection or a timed-out answer means not ready yet."""
+    ends first or the deadline passes. A refused connection or a timed-out answer means not ready yet.
+    ``verify``: as requests takes it (a CA file for a server with the development certificates)."""
     last: str = "no answer"
     while True:
         if process.poll() is not None:
             raise NotReady(f"the process ended with status {process.returncode} before {url} answered 200")
         try:
-            response = requests.get(url, timeout=5)
+            response = requests.get(url, timeout=5, verify=verify)
         except (requests.ConnectionError, requests.Timeout) as exc:
             last = f"{type(exc).__name__}: {exc}"
         else:
@@ -139,6 +145,7 @@ def running_bank(
     threads: int | None = None,
     access_log: bool = False,
     settings: dict[str, str] | None = None,
+    tls: bool = False,
 ) -> Iterator[RunningBank]:
     """The sandbox bank running on a free loopback port, with its database and log in ``directory``.
 
@@ -146,11 +153,14 @@ def running_bank(
     them, else gunicorn.conf.py's defaults). ``access_log``: keep gunicorn.conf.py's access log (one line a
     request in the log file, as in production) or leave it out (a short log to read when something fails).
     ``settings``: further BANK_SIM_* variables (a behaviour the specification leaves open, say).
+    ``tls``: gunicorn serves HTTPS with the development certificate (``var/pki/bank-tls.pem``, as in docker), which
+    the development CA (``var/pki/ca.pem``) verifies.
     The environment is the current one, with the bank's database, address and settings module set.
     """
     directory = Path(directory)
     port = free_port()
-    base_url = f"http://127.0.0.1:{port}"
+    base_url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+    pki_dir = Path(os.environ.get("VAR_DIR", ROOT / "var")) / "pki"
     database_path = directory / "bank.sqlite3"
     env = {
         **os.environ,
@@ -175,13 +185,20 @@ def running_bank(
         "--config",
         "bank_simulator/gunicorn.conf.py",
     ]
+    if tls:
+        command += ["--certfile", str(pki_dir / "bank-tls.pem"), "--keyfile", str(pki_dir / "bank-tls.key")]
     env["BANK_SIM_ACCESS_LOG"] = "-" if access_log else ""  # "-": into the log file below
     log_path = directory / "gunicorn.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
         try:
-            wait_for_ok(f"{base_url}/healthz", process=process, deadline=time.monotonic() + START_TIMEOUT)
+            wait_for_ok(
+                f"{base_url}/healthz",
+                process=process,
+                deadline=time.monotonic() + START_TIMEOUT,
+                verify=str(pki_dir / "ca.pem") if tls else True,
+            )
         except NotReady as exc:
             raise NotReady(
                 f"the sandbox bank did not start: {exc}\n--- {log_path} ---\n{_tail(log_path)}"

@@ -7,8 +7,10 @@
   startAuthorisation, signatures (multi-signature agreements: PATC), cancellation; ``payment_move`` is the one
   way a status changes, each change a ``PaymentEvent``.
 - ``engine`` and ``schedule``: batches five times a day on the business clock (RCVD -> PDNG -> ACTC/ACSP/ACCP
-  -> ACSC or RJCT); ``payment_batches`` management command; ``POST /v1/sandbox/batches/run``.
+  -> ACSC, or ACCC, or RJCT); ``payment_batches`` management command; ``POST /v1/sandbox/batches/run``.
 - ``sca``: the PAYMENT purpose of part 1's SCA screens (dynamic linking), registered from ``apps.PisConfig``.
+- ``lost_answers``: initiation answers lost after the payment is stored (BANK_SIM_DROP_PAYMENT_ANSWER, and the
+  sandbox's arming of the next one), lost by the WSGI middleware ``bank_simulator.wsgi`` runs.
 - The domestic product's known issue (details and status unreadable before approval) is reproduced in
   ``views``.
 """

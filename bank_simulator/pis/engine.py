@@ -9,6 +9,7 @@ time, UTC like every business date of the simulator, every day of the week):
     ACCP --batch--> ACSP                 the funds arrived
     ACCP --batch--> RJCT                 still missing in a batch of a later day than the first check
     ACSP --batch--> ACSC                 settled: the reservation books, the debtor account is debited
+                                         (ACCC instead with BANK_SIM_CREDIT_FINAL=ACCC)
 
 Each payment carries ``next_batch_at``, the slot at which a batch next looks at it. ``run_due`` processes
 every slot that has passed on the business clock, in order; it runs before every payment operation answers
@@ -21,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 
@@ -88,7 +90,7 @@ def _advance(payment: Payment, slot: dt.datetime) -> None:
         _settle(payment, day)
         payment_move(
             payment,
-            to=TransactionStatus.ACSC,
+            to=settings.BANK_SIM_CREDIT_FINAL,
             now=slot,
             reason=f"{label}: settled",
             next_batch_at=None,

@@ -28,16 +28,18 @@ class TransactionStatus(models.TextChoices):
     ACCP = "ACCP"  # customer profile checked, funds missing (fundsAvailable false); checked again each batch
     ACSP = "ACSP"  # funds reserved, settlement in process; settles in the next batch
     ACSC = "ACSC"  # settled: debited and booked on the debtor account (final)
+    ACCC = "ACCC"  # settled and the creditor's account credited (final; instead of ACSC, BANK_SIM_CREDIT_FINAL)
     RJCT = "RJCT"  # rejected, e.g. funds still missing on the day after the first check (final)
     CANC = "CANC"  # cancelled by DELETE before settlement began (final)
 
 
-FINAL_STATUSES = frozenset({TransactionStatus.ACSC, TransactionStatus.RJCT, TransactionStatus.CANC})
+SETTLED_STATUSES = frozenset({TransactionStatus.ACSC, TransactionStatus.ACCC})
+FINAL_STATUSES = SETTLED_STATUSES | {TransactionStatus.RJCT, TransactionStatus.CANC}
 # Statuses the batches look at (``Payment.next_batch_at`` is set exactly for these).
 BATCH_STATUSES = frozenset(
     {TransactionStatus.PDNG, TransactionStatus.ACTC, TransactionStatus.ACCP, TransactionStatus.ACSP}
 )
-AUTHORISED_STATUSES = BATCH_STATUSES | {TransactionStatus.ACSC}  # approved by every signer (RJCT may or may not)
+AUTHORISED_STATUSES = BATCH_STATUSES | SETTLED_STATUSES  # approved by every signer (RJCT may or may not)
 
 
 class Payment(models.Model):
@@ -121,6 +123,8 @@ class PaymentAuthorisation(models.Model):
         ScaSession, null=True, blank=True, on_delete=models.CASCADE, related_name="payment_authorisation"
     )
     exempted = models.BooleanField(default=False)  # no SCA: scaStatus "exempted", no scaRedirect
+    # SCA in the bank's app (BANK_SIM_SCA_APPROACH): no scaRedirect; the sandbox approves or refuses for the PSU.
+    decoupled = models.BooleanField(default=False)
     created_at = models.DateTimeField()
 
     def __str__(self) -> str:
@@ -143,3 +147,14 @@ class PaymentSignature(models.Model):
 
     def __str__(self) -> str:
         return f"signature of {self.customer_id} on {self.payment_id}"
+
+
+class SimulatorBehaviour(models.Model):
+    """One row (pk 1), shared by every process: the lost payment answers (BANK_SIM_DROP_PAYMENT_ANSWER)."""
+
+    payment_answers = models.PositiveIntegerField(default=0)  # 201 initiation answers counted while dropping
+    drop_next = models.CharField(max_length=10, blank=True)  # armed by the sandbox for the next answer only
+    drop_next_delay = models.PositiveIntegerField(null=True, blank=True)  # seconds, for timeout
+
+    def __str__(self) -> str:
+        return f"behaviour {self.drop_next or '-'}"

@@ -85,8 +85,11 @@ SCHEMAS: dict[str, Any] = {
         scaStatus=STRING,
         authorisationId=STRING,
         _links=_obj(["scaStatus"], scaRedirect=_ref("Link"), scaStatus=_ref("Link"), status=_ref("Link")),
+        psuMessage=STRING,
     ),
     "ScaStatus": _obj(["scaStatus"], scaStatus=STRING),
+    "AppDecision": _obj(["scaStatus", "transactionStatus"], scaStatus=STRING, transactionStatus=STRING),
+    "LostAnswer": _obj(["mode", "delaySeconds"], mode=STRING, delaySeconds={"type": "integer"}),
     "BatchRun": _obj(
         ["now", "offsetSeconds", "paymentSteps", "nextBatchAt"],
         now={"type": "string", "format": "date-time"},
@@ -172,6 +175,37 @@ def paths() -> dict[str, Any]:
                         },
                     },
                     required=False,
+                ),
+            )
+        },
+        "/v1/sandbox/payment-authorisations/{authorisationId}": {
+            "post": _op(
+                "sandboxDecideInApp",
+                "The PSU approves or refuses a decoupled payment SCA in the bank's app (BANK_SIM_SCA_APPROACH)",
+                [*base.SIGNING, base.DIGEST, _path("authorisationId")],
+                {
+                    **_ok("200", _ref("AppDecision")),
+                    **base.COMMON_ERRORS,
+                    "403": _error("the customer may not sign for the payment's agreement"),
+                    "409": _error("not a decoupled SCA, or no longer waiting for the PSU"),
+                },
+                requestBody=_json_body(
+                    _obj(["action"], action={"type": "string", "enum": ["approve", "refuse"]}, identity=STRING)
+                ),
+            )
+        },
+        "/v1/sandbox/behaviour/drop-next-payment-answer": {
+            "post": _op(
+                "sandboxDropNextPaymentAnswer",
+                "Lose the next 201 payment initiation answer after the payment is stored (none disarms)",
+                [*base.SIGNING, base.DIGEST],
+                {**_ok("200", _ref("LostAnswer")), **base.COMMON_ERRORS},
+                requestBody=_json_body(
+                    _obj(
+                        ["mode"],
+                        mode={"type": "string", "enum": ["reset", "tls", "timeout", "none"]},
+                        delaySeconds={"type": "integer", "minimum": 1, "maximum": 600},
+                    )
                 ),
             )
         },

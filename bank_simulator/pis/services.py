@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 
 from bank_simulator import services as bank_services
 from bank_simulator.identifiers import opaque_id
-from bank_simulator.models import Agreement, Customer, PsuIdentity, ScaPurpose, ScaSession
+from bank_simulator.models import Agreement, Customer, PsuIdentity, ScaPurpose, ScaSession, ScaStatus
 from bank_simulator.pis import selectors, tables
 from bank_simulator.pis.models import (
     Payment,
@@ -38,7 +38,7 @@ ALLOWED_MOVES: dict[str, frozenset[str]] = {
     S.PDNG: frozenset({S.ACTC, S.ACSP, S.ACCP, S.CANC}),
     S.ACTC: frozenset({S.ACTC, S.ACSP, S.ACCP, S.CANC}),
     S.ACCP: frozenset({S.ACCP, S.ACSP, S.RJCT, S.CANC}),
-    S.ACSP: frozenset({S.ACSC}),
+    S.ACSP: frozenset({S.ACSC, S.ACCC}),
 }
 CANCELLABLE = frozenset({S.RCVD, S.PATC, S.PDNG, S.ACTC, S.ACCP})  # not once settlement has begun
 
@@ -235,10 +235,12 @@ def payment_authorisation_start(
     requesting_psu: PsuIdentity | None,
     now: dt.datetime,
     exempt_below_nok: Decimal | None = None,
+    decoupled: bool = False,
 ) -> PaymentAuthorisation:
     """An SCA redirect for the next signer (the same one again while an SCA is still in progress), or, for a
     single-signer payment below ``exempt_below_nok`` (BANK_SIM_SCA_EXEMPT_BELOW), an exemption: no SCA, the
-    payment is approved at once (PDNG)."""
+    payment is approved at once (PDNG). ``decoupled``: the SCA happens in the bank's app, no redirect
+    (BANK_SIM_SCA_APPROACH; ``payment_authorisation_decide`` is the PSU's answer there)."""
     if payment.status not in (S.RCVD, S.PATC):
         raise PaymentRefused(
             409,
@@ -279,6 +281,7 @@ def payment_authorisation_start(
         authorisation_id=opaque_id("authorisation", secrets.token_hex(16)),
         payment=payment,
         sca_session=session,
+        decoupled=decoupled,
         created_at=now,
     )
 
@@ -360,6 +363,51 @@ def payment_sign(*, session: ScaSession, now: dt.datetime) -> PsuIdentity:
             reason=f"approved in SCA by signer {signed} of {payment.signers_required}; more signatures needed",
         )
     return psu
+
+
+def payment_authorisation_decide(
+    *, authorisation: PaymentAuthorisation, approve: bool, customer: Customer | None, now: dt.datetime
+) -> None:
+    """The PSU's answer in the bank's app to a decoupled SCA (the sandbox plays it): approval signs the payment as
+    the SCA screens do (``customer``: who approves; default the PSU the SCA was started for), refusal fails the
+    SCA and leaves the payment waiting, as a cancel on the screens does."""
+    session = authorisation.sca_session
+    if not authorisation.decoupled or session is None:
+        raise PaymentRefused(409, "CONFLICT", "This authorisation is not decoupled: the PSU uses scaRedirect.")
+    with transaction.atomic():
+        session = ScaSession.objects.select_for_update().get(pk=session.pk)
+        expired = session.status == ScaStatus.STARTED and session.expires_at <= now
+        if expired:  # as the screens fail an expired SCA when it is opened (BANK_SIM_SCA_TTL)
+            bank_services.sca_fail(session=session, code="SCA_EXPIRED", now=now)
+    with transaction.atomic():
+        session = ScaSession.objects.select_for_update().get(pk=session.pk)
+        if session.status != ScaStatus.STARTED:
+            raise PaymentRefused(
+                409,
+                "CONFLICT",
+                f"This authorisation is no longer waiting for the PSU (scaStatus {session.status}"
+                f"{', expired' if expired else ''}).",
+            )
+        if not approve:
+            bank_services.sca_fail(session=session, code="SCA_INVALID", now=now)
+            return
+        payment = authorisation.payment
+        customer = customer or (session.requested_psu.customer if session.requested_psu else None)
+        if customer is None:
+            raise PaymentRefused(
+                400, "FORMAT_ERROR", "Say who approves (identity): the SCA names no PSU.", field="identity"
+            )
+        if not payment.agreement.users.filter(pk=customer.pk).exists():
+            raise PaymentRefused(
+                403, "FORBIDDEN", "This customer may not sign for the payment's agreement.", field="identity"
+            )
+        bank_services.sca_identify(session=session, customer=customer)
+        bank_services.sca_choose_context(session=session, agreement=payment.agreement)
+        try:
+            psu = payment_sign(session=session, now=now)
+        except DomainError as error:
+            raise PaymentRefused(409, "CONFLICT", str(error)) from None
+        bank_services.sca_finalise(session=session, psu=psu, now=now)
 
 
 def payment_cancel(*, payment: Payment, now: dt.datetime) -> None:

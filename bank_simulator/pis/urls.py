@@ -17,4 +17,6 @@ urlpatterns = [
         methods(GET=views.authorisation_read),
     ),
     path("v1/sandbox/batches/run", methods(POST=views.batches_run)),
+    path("v1/sandbox/payment-authorisations/<str:authorisation_id>", methods(POST=views.authorisation_decide)),
+    path("v1/sandbox/behaviour/drop-next-payment-answer", methods(POST=views.drop_next_payment_answer)),
 ]

@@ -20,7 +20,7 @@ from bank_simulator import services as bank_services
 from bank_simulator.access import PSP_PI, ApiRequest, bool_query, endpoint
 from bank_simulator.errors import ApiError, format_error, header_required
 from bank_simulator.models import Agreement, AgreementContext, Customer, CustomerType, PsuIdentity, ScaStatus
-from bank_simulator.pis import engine, selectors, services, tables, validation
+from bank_simulator.pis import engine, lost_answers, selectors, services, tables, validation
 from bank_simulator.pis.models import Payment, PaymentAuthorisation, TransactionStatus
 from bank_simulator.pis.schedule import next_slot_after
 from bank_simulator.representations import amount as amount_json
@@ -67,6 +67,13 @@ def _product(product: str) -> str:
 
 def payment_path(payment: Payment) -> str:
     return f"/v1/payments/{payment.product}/{path_id(payment.payment_id)}"
+
+
+def shown_status(payment: Payment) -> str:
+    """The transactionStatus answered: before SCA (RCVD inside) what BANK_SIM_STATUS_BEFORE_SCA says."""
+    if payment.status == TransactionStatus.RCVD:
+        return settings.BANK_SIM_STATUS_BEFORE_SCA
+    return payment.status
 
 
 def _links(payment: Payment) -> dict[str, Any]:
@@ -151,7 +158,7 @@ def initiation_json(payment: Payment, authorisation: PaymentAuthorisation | None
         del links["startAuthorisation"]
         links.update(_authorisation_json(payment, authorisation)["_links"])
     return {
-        "transactionStatus": payment.status,
+        "transactionStatus": shown_status(payment),
         "paymentId": payment.payment_id,
         "transactionFees": amount_json(payment.fee_amount, currency),
         "transactionFeeIndicator": payment.fee_amount > 0,
@@ -191,7 +198,9 @@ def initiate(api: ApiRequest, product: str) -> tuple[int, dict[str, Any]]:
     authorisation = None
     if settings.BANK_SIM_SCA_AT_INITIATION and payment.status == TransactionStatus.RCVD:
         authorisation = _authorisation_start(api, payment)
-    return 201, initiation_json(payment, authorisation)
+    answer = initiation_json(payment, authorisation)
+    lost_answers.decide(api.http)  # the payment is stored; its answer may be lost (BANK_SIM_DROP_PAYMENT_ANSWER)
+    return 201, answer
 
 
 @endpoint(roles=PI, required=PAYMENT_HEADERS)
@@ -205,7 +214,7 @@ def payment_read(api: ApiRequest, product: str, payment_id: str) -> tuple[int, d
     return 200, {
         **payment.submitted,
         "paymentId": payment.payment_id,
-        "transactionStatus": payment.status,
+        "transactionStatus": shown_status(payment),
         "_links": links,
     }
 
@@ -214,7 +223,7 @@ def payment_read(api: ApiRequest, product: str, payment_id: str) -> tuple[int, d
 def payment_status(api: ApiRequest, product: str, payment_id: str) -> tuple[int, dict[str, Any]]:
     payment = _payment(api, product, payment_id)
     _domestic_known_issue(payment)
-    body: dict[str, Any] = {"transactionStatus": payment.status}
+    body: dict[str, Any] = {"transactionStatus": shown_status(payment)}
     if payment.funds_available is not None:
         body["fundsAvailable"] = payment.funds_available
     return 200, body
@@ -243,15 +252,25 @@ def _authorisation_json(payment: Payment, authorisation: PaymentAuthorisation) -
     scaStatus "exempted"): it is approved, and its status link shows it moving on."""
     href = f"{payment_path(payment)}/authorisations/{path_id(authorisation.authorisation_id)}"
     links: dict[str, Any] = {"scaStatus": link(href)}
-    if authorisation.sca_session is not None and not authorisation.exempted:
+    if authorisation.sca_session is not None and not authorisation.exempted and not authorisation.decoupled:
         links = {"scaRedirect": sca_redirect_link(authorisation.sca_session), **links}
     else:
         links["status"] = link(payment_path(payment) + "/status")
-    return {
+    answer = {
         "scaStatus": _sca_status(authorisation),
         "authorisationId": authorisation.authorisation_id,
         "_links": links,
     }
+    if authorisation.decoupled:  # Berlin Group's psuMessage of a decoupled SCA
+        answer["psuMessage"] = "Open the Sandkasse Bank app and approve the payment there."
+    return answer
+
+
+def _decoupled(api: ApiRequest) -> bool:
+    """BANK_SIM_SCA_APPROACH: always, never, or when the TPP sends TPP-Redirect-Preferred: false."""
+    approach = settings.BANK_SIM_SCA_APPROACH
+    in_app_asked = api.header("TPP-Redirect-Preferred") == "false"
+    return approach == "decoupled" or (approach == "tpp-preferred" and in_app_asked)
 
 
 def _authorisation_start(api: ApiRequest, payment: Payment) -> PaymentAuthorisation:
@@ -264,6 +283,7 @@ def _authorisation_start(api: ApiRequest, payment: Payment) -> PaymentAuthorisat
             requesting_psu=api.psu,
             now=api.now,
             exempt_below_nok=settings.BANK_SIM_SCA_EXEMPT_BELOW,
+            decoupled=_decoupled(api),
         )
     except services.PaymentRefused as error:
         raise _refused(error) from None
@@ -334,3 +354,66 @@ def batches_run(api: ApiRequest) -> tuple[int, dict[str, Any]]:
         "paymentSteps": steps,
         "nextBatchAt": next_slot_after(now).isoformat(),
     }
+
+
+@endpoint(roles=None, sandbox=True, body="json")
+def authorisation_decide(api: ApiRequest, authorisation_id: str) -> tuple[int, dict[str, Any]]:
+    """The PSU in the bank's app, for a decoupled SCA: ``{"action": "approve"}`` or ``{"action": "refuse"}``;
+    ``"identity"`` (national identity or organisation number) names who approves when the SCA names no PSU."""
+    data = api.body
+    if not isinstance(data, dict):
+        raise format_error("body", "A JSON object is expected.")
+    unknown = sorted(set(data) - {"action", "identity"})
+    if unknown:
+        raise format_error(unknown[0], f"Unknown field {unknown[0]}: use action and identity.")
+    action = data.get("action")
+    if action not in ("approve", "refuse"):
+        raise format_error("action", "action must be approve or refuse.")
+    identity = data.get("identity")
+    customer = None
+    if identity is not None:
+        if not isinstance(identity, str) or not identity.isascii() or not identity.isdigit():
+            raise format_error("identity", "identity must be a customer number (digits).")
+        customer = Customer.objects.filter(customer_number=identity).first()
+        if customer is None:
+            raise ApiError(404, "RESOURCE_UNKNOWN", "No customer with this identity.", path="identity")
+    authorisation = (
+        PaymentAuthorisation.objects.select_related("sca_session", "payment__agreement")
+        .filter(authorisation_id=authorisation_id)
+        .first()
+    )
+    if authorisation is None:
+        raise ApiError(404, "RESOURCE_UNKNOWN", "No such payment authorisation.", path="authorisationId")
+    engine.run_due(now=api.now)
+    try:
+        services.payment_authorisation_decide(
+            authorisation=authorisation, approve=action == "approve", customer=customer, now=api.now
+        )
+    except services.PaymentRefused as error:
+        raise _refused(error) from None
+    authorisation.sca_session.refresh_from_db()
+    authorisation.payment.refresh_from_db()
+    return 200, {
+        "scaStatus": _sca_status(authorisation),
+        "transactionStatus": shown_status(authorisation.payment),
+    }
+
+
+@endpoint(roles=None, sandbox=True, body="json")
+def drop_next_payment_answer(api: ApiRequest) -> tuple[int, dict[str, Any]]:
+    """Lose the next 201 payment initiation answer: ``{"mode": "reset" | "tls" | "timeout" | "none"}``, and for
+    timeout ``"delaySeconds"`` (default BANK_SIM_DROP_PAYMENT_ANSWER_DELAY). "none" disarms."""
+    data = api.body
+    if not isinstance(data, dict):
+        raise format_error("body", "A JSON object is expected.")
+    unknown = sorted(set(data) - {"mode", "delaySeconds"})
+    if unknown:
+        raise format_error(unknown[0], f"Unknown field {unknown[0]}: use mode and delaySeconds.")
+    mode = data.get("mode")
+    if mode not in (*lost_answers.MODES, "none"):
+        raise format_error("mode", "mode must be reset, tls, timeout or none.")
+    delay = data.get("delaySeconds")
+    if delay is not None and (not isinstance(delay, int) or isinstance(delay, bool) or not 1 <= delay <= 600):
+        raise format_error("delaySeconds", "delaySeconds must be a whole number from 1 to 600.")
+    lost_answers.arm(mode=mode, delay=delay)
+    return 200, {"mode": mode, "delaySeconds": delay or settings.BANK_SIM_DROP_PAYMENT_ANSWER_DELAY}

@@ -592,4 +592,4 @@ def build(base_url: str) -> dict[str, Any]:
 
 
 def document(request: HttpRequest) -> JsonResponse:
-    return JsonResponse(build(settings.BANK_SIM_PUBLIC_URL))
+    return JsonResponse(build(settings.BANK_SIM_PUBLIC_URL + settings.BANK_SIM_BASE_PATH))
