@@ -117,6 +117,7 @@ def _bank_call(record: AuditRecord, context: AuditContext):
         bytes_sent=record.bytes_sent,
         bytes_received=record.bytes_received,
         error=record.error or "",
+        refusal_reason=record.refusal_reason[:500],
         will_retry=record.will_retry,
         user=user,
         content_type=ContentType.objects.get_for_model(obj) if obj is not None and obj.pk is not None else None,

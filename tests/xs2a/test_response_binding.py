@@ -2,25 +2,19 @@
 signature covers Date, X-Request-ID and (with a body) Digest, its X-Request-ID is the request's, its Date is within
 the window of the client's clock and its Digest matches the body.
 
-The scripted bank signs here with the seal's real key, on its own (cryptography directly, in the bank's profile:
-``date digest x-request-id``, no request target), so a refusal is the client's rule and not a broken signature.
+The scripted bank signs with the seal's real key, on its own (``tests.xs2a.server.signed_answer``: cryptography
+directly, in the bank's profile, ``date digest x-request-id`` and no request target), so a refusal is the client's
+rule and not a broken signature.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import json
 import uuid
-from collections.abc import Sequence
 from datetime import timedelta
-from email.utils import format_datetime, parsedate_to_datetime
 
 import pytest
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import padding
 
-from tests.xs2a.server import Answer, Received
+from tests.xs2a.server import signed_answer
 from xs2a import errors, signing
 
 USERS = {"_links": {}}
@@ -30,42 +24,6 @@ PAYMENT = {
     "creditorName": "Kari",
     "creditorAccount": {"bban": "12345678903"},
 }
-
-
-def bank_signed(
-    seal,
-    received: Received,
-    body: dict | None,
-    *,
-    status: int = 200,
-    request_id: str | None = None,
-    age: timedelta = timedelta(0),
-    names: Sequence[str] = ("date", "digest", "x-request-id"),
-    digest: bool = True,
-    digest_of: bytes | None = None,
-) -> Answer:
-    """An answer as the bank signs one, to ``received``: its Date is the request's less ``age``, its X-Request-ID
-    the request's unless ``request_id`` is given; ``names`` are signed (those present), ``digest`` False leaves
-    Digest out, ``digest_of`` hashes other bytes than the body."""
-    data = json.dumps(body).encode() if body is not None else b""
-    moment = parsedate_to_datetime(received.headers["date"]) - age
-    headers = {
-        "Date": format_datetime(moment, usegmt=True),
-        "X-Request-ID": received.headers["x-request-id"] if request_id is None else request_id,
-    }
-    if digest:
-        hashed = hashlib.sha256(data if digest_of is None else digest_of).digest()
-        headers["Digest"] = "SHA-256=" + base64.b64encode(hashed).decode()
-    lowered = {k.lower(): v for k, v in headers.items()}
-    signed = [name for name in names if name in lowered]
-    text = "\n".join(f"{name}: {lowered[name]}" for name in signed)
-    raw = seal.key.sign(text.encode(), padding.PKCS1v15(), hashes.SHA256())
-    key_id = signing.key_id(seal.certificate)
-    headers["Signature"] = (
-        f'keyId={signing.quoted_string(key_id)},algorithm="rsa-sha256",headers="{" ".join(signed)}",'
-        f'signature="{base64.b64encode(raw).decode()}"'
-    )
-    return Answer(status, data if body is not None else None, headers)
 
 
 @pytest.fixture
@@ -81,7 +39,7 @@ def sealed(bank, make_client, test_pki, records):
 
 
 def answering(bank, test_pki, method: str, path: str, body: dict | None, **signed) -> None:
-    bank.add(method, path, lambda r: bank_signed(test_pki.bank_seal, r, body, **signed))
+    bank.add(method, path, lambda r: signed_answer(test_pki.bank_seal, r, body, **signed))
 
 
 def test_an_answer_signed_for_this_request_now_is_accepted(bank, sealed, test_pki, records):
