@@ -162,6 +162,7 @@ def client_config() -> ClientConfig:
             tls_client_cert=optional(settings.BANK_TLS_CLIENT_CERT),
             tls_client_key=optional(settings.BANK_TLS_CLIENT_KEY),
             response_certificate=response_certificate,
+            response_max_age=settings.BANK_RESPONSE_MAX_AGE,
             timeout=settings.BANK_TIMEOUT,
             max_response_bytes=settings.BANK_MAX_RESPONSE_BYTES,
             accept_fix=tuple(settings.BANK_ACCEPT_FIX),

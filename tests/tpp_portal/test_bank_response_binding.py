@@ -56,6 +56,28 @@ def test_a_replayed_answer_to_a_payment_is_audited_with_its_reason_and_an_unknow
 
 
 @pytest.mark.django_db
+def test_the_window_is_bank_response_max_age(seal, scripted_bank, settings):
+    settings.BANK_RESPONSE_MAX_AGE = 60.0
+    scripted_bank.add(
+        "GET",
+        "/v1/users",
+        lambda r: signed_answer(seal, r, {"_links": {}}, age=timedelta(minutes=2)),
+        lambda r: signed_answer(seal, r, {"_links": {}}, age=timedelta(seconds=30)),
+    )
+    client = portal_bank.build_bank_client()
+    with pytest.raises(errors.ResponseSignatureError) as refused:
+        client.consents.users()
+    assert not isinstance(refused.value, errors.OutcomeUnknownError)
+    assert client.consents.users().links == {}
+    client.close()
+
+    refused_call, accepted = BankCall.objects.order_by("started_at", "id")
+    assert "outside the 60 seconds allowed" in refused_call.refusal_reason
+    assert refused_call.error == "ResponseSignatureError"
+    assert accepted.error == "" and accepted.refusal_reason == ""
+
+
+@pytest.mark.django_db
 def test_refused_answers_are_listed_as_not_accepted_in_the_audit_log(seal, scripted_bank, operator_client):
     scripted_bank.add(
         "GET",
