@@ -28,7 +28,14 @@ from payments.services.authorisation import (
 )
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
 from xs2a import models as bank_models
-from xs2a.errors import FormatError, OutcomeUnknownError, ServerError, TppMessage, TransportError
+from xs2a.errors import (
+    FormatError,
+    OutcomeUnknownError,
+    ResponseSignatureOutcomeUnknownError,
+    ServerError,
+    TppMessage,
+    TransportError,
+)
 from xs2a.psu import PsuContext
 
 PRESENCE = PsuContext(ip_address="192.0.2.10", user_agent="pytest", http_method="POST")
@@ -164,6 +171,8 @@ def test_a_stale_key_or_another_users_payment_is_not_submitted(bank, draft, alic
     [
         OutcomeUnknownError("timed out after it was sent", request_id="r"),
         ServerError("bank failed", status=500, request_id="r"),
+        # An answer the client refused (signed for another request, or days ago): the bank had the request.
+        ResponseSignatureOutcomeUnknownError("not accepted", status=201, request_id="r", reason="X-Request-ID"),
     ],
 )
 def test_a_lost_answer_is_outcome_unknown_with_the_replay_kept_encrypted(bank, draft, alice, error):
