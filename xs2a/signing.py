@@ -15,8 +15,13 @@ request, in that order: PSU-ID and PSU-Corporate-ID whenever they are sent. When
 non-ASCII characters (a Norwegian letter in the issuer DN), it is sent RFC 2047 encoded as
 ``=?utf-8?B?<base64>?=``.
 
+The bank's signed answers are read in the same profile (``verify_signature``), and ``verify_response`` adds what
+binds an answer to its request: Date, X-Request-ID and (with a body) Digest signed, the request's X-Request-ID,
+and a Date within a window of the caller's clock.
+
 Everything here is a pure function of its arguments: no clock, no randomness. The caller supplies Date and
-X-Request-ID (see ``xs2a.client``), so that a retry is signed again with a new Date.
+X-Request-ID (see ``xs2a.client``), so that a retry is signed again with a new Date, and the moment an answer
+is judged at.
 """
 
 from __future__ import annotations
