@@ -33,6 +33,12 @@ class BankCall(models.Model):
     bytes_sent = models.PositiveIntegerField("bytes sent")
     bytes_received = models.PositiveIntegerField("bytes received")
     error = models.CharField("error", max_length=100, blank=True, help_text="Exception class, if any.")
+    refusal_reason = models.CharField(
+        "reason not accepted",
+        max_length=500,
+        blank=True,
+        help_text="Why the portal refused the bank's answer (its signature, or its X-Request-ID or Date).",
+    )
     will_retry = models.BooleanField("retried", default=False)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,

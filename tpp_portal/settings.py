@@ -382,6 +382,23 @@ BANK_TLS_CLIENT_KEY = _file("BANK_TLS_CLIENT_KEY", env.str("BANK_TLS_CLIENT_KEY"
 if bool(BANK_TLS_CLIENT_CERT) != bool(BANK_TLS_CLIENT_KEY):
     raise ImproperlyConfigured("BANK_TLS_CLIENT_KEY: BANK_TLS_CLIENT_CERT and BANK_TLS_CLIENT_KEY go together")
 BANK_RESPONSE_CERT = _file("BANK_RESPONSE_CERT", env.str("BANK_RESPONSE_CERT", None))  # the bank's seal
+# With the bank's seal, an answer is believed only when signed for its request (X-Request-ID), within this many
+# seconds of the portal's clock (Date), with Date, X-Request-ID and (with a body) Digest signed
+# (docs/bank-interface.md).
+BANK_RESPONSE_MAX_AGE = _positive("BANK_RESPONSE_MAX_AGE", env.float("BANK_RESPONSE_MAX_AGE", 300.0))
+# Production verifies the bank's answers: it refuses to start without the seal unless this is off, on purpose
+# (a bank that does not sign; every start then logs a warning: tpp_portal.apps).
+BANK_RESPONSE_SIGNATURES = env.bool("BANK_RESPONSE_SIGNATURES", True)
+if not BANK_RESPONSE_SIGNATURES and BANK_RESPONSE_CERT:
+    raise ImproperlyConfigured(
+        "BANK_RESPONSE_SIGNATURES: off, but BANK_RESPONSE_CERT is set: unset one of them (with the seal, the "
+        "bank's answers are verified)"
+    )
+if PRODUCTION and BANK_RESPONSE_SIGNATURES and not BANK_RESPONSE_CERT:
+    raise ImproperlyConfigured(
+        "BANK_RESPONSE_CERT: production verifies the bank's signed answers and needs the bank's seal; set "
+        "BANK_RESPONSE_SIGNATURES=off to run without verifying them (a bank that does not sign)"
+    )
 BANK_TIMEOUT = _positive("BANK_TIMEOUT", env.float("BANK_TIMEOUT", 20.0))  # connect and read
 BANK_MAX_RESPONSE_BYTES = _at_least(
     "BANK_MAX_RESPONSE_BYTES", env.int("BANK_MAX_RESPONSE_BYTES", 10 * 1024 * 1024), 1

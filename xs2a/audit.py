@@ -42,6 +42,8 @@ class AuditRecord:
     tpp_message_codes: tuple[str, ...] = ()
     tpp_message_texts: tuple[str, ...] = ()
     error: str | None = None  # class name of the exception the attempt ended in, if any
+    #: Why the client refused the bank's answer (its signature, or its binding to this request); "" otherwise.
+    refusal_reason: str = ""
     will_retry: bool = False
     request_headers: Mapping[str, str] = field(default_factory=dict)  # redacted
     response_headers: Mapping[str, str] = field(default_factory=dict)  # redacted

@@ -121,8 +121,9 @@ class Xs2aClient:
         ``redact``: further personal values sent in the body that the bank may echo in a tppMessage text.
         Raises TransportError when no answer came and the request changed nothing (it never left, or it was a
         GET), OutcomeUnknownError when a request that changes something may have reached the bank without its
-        answer, ResponseSignatureError when the answer's signature is missing or does not verify (with the bank's
-        seal configured).
+        answer, ResponseSignatureError when the answer's signature is missing, does not verify, or does not bind
+        it to this request now (with the bank's seal configured; to a request that changes something it is a
+        ResponseSignatureOutcomeUnknownError, an OutcomeUnknownError too).
         """
         call = self._requester.prepare(
             method,

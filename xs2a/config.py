@@ -11,7 +11,13 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from xs2a.errors import SAFE_METHODS, ConfigurationError
 
-__all__ = ["DEFAULT_ACCEPT_FIX", "DEFAULT_MAX_RESPONSE_BYTES", "ClientConfig", "RetryPolicy"]
+__all__ = [
+    "DEFAULT_ACCEPT_FIX",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_RESPONSE_MAX_AGE",
+    "ClientConfig",
+    "RetryPolicy",
+]
 
 #: Spec section 9: all four announced fixes.
 DEFAULT_ACCEPT_FIX: tuple[str, ...] = (
@@ -22,6 +28,8 @@ DEFAULT_ACCEPT_FIX: tuple[str, ...] = (
 )
 #: The longest answer the client reads: the bank's largest answers (a page of transactions) are far smaller.
 DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
+#: Seconds a signed answer's Date may be from the client's clock (either way) with the bank's seal configured.
+DEFAULT_RESPONSE_MAX_AGE = 300.0
 
 
 @dataclass(frozen=True)
@@ -59,6 +67,7 @@ class ClientConfig:
     tls_client_key: str | None = None
     tls_client_key_passphrase: str | None = None
     response_certificate: x509.Certificate | None = None  # the bank's seal: signed responses are verified
+    response_max_age: float = DEFAULT_RESPONSE_MAX_AGE  # seconds between a signed answer's Date and the clock
     timeout: float | tuple[float, float] = 20.0  # seconds (connect, read)
     accept_fix: tuple[str, ...] = DEFAULT_ACCEPT_FIX
     digest_algorithm: str = "SHA-256"
@@ -79,6 +88,12 @@ class ClientConfig:
             raise ConfigurationError("ClientConfig.max_response_bytes: a whole number of bytes is required")
         if self.max_response_bytes < 1:
             raise ConfigurationError("ClientConfig.max_response_bytes: must be at least 1")
+        if (
+            isinstance(self.response_max_age, bool)
+            or not isinstance(self.response_max_age, int | float)
+            or not 0 < self.response_max_age < float("inf")
+        ):
+            raise ConfigurationError("ClientConfig.response_max_age: a finite number of seconds above 0 is needed")
         for fix in self.accept_fix:
             if not fix or "," in fix or not fix.isprintable():
                 raise ConfigurationError(f"ClientConfig.accept_fix: {fix!r} is not a fix name")

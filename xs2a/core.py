@@ -43,6 +43,7 @@ from xs2a.errors import (
     InvalidRequestError,
     OutcomeUnknownError,
     ResponseSignatureError,
+    ResponseSignatureOutcomeUnknownError,
     ResponseTooLargeError,
     TransportError,
     UnexpectedResponseError,
@@ -54,7 +55,7 @@ from xs2a.errors import (
 )
 from xs2a.links import BaseUrl, template_for
 from xs2a.psu import PsuContext
-from xs2a.signing import RequestSigner, SignatureVerificationError, imf_fixdate, verify_signature
+from xs2a.signing import RequestSigner, SignatureVerificationError, imf_fixdate, verify_response
 from xs2a.transport import build_session, build_ssl_context, was_not_sent
 
 __all__ = ["BankResponse", "Call", "Requester", "read"]
@@ -130,6 +131,7 @@ class _Attempt:
     received: int | None = None  # bytes read, when the body was not kept (too long)
     data: Any = _UNREAD
     error: Xs2aError | None = None  # raised at once (no usable answer)
+    refusal: str = ""  # why the answer was refused (ResponseSignatureError), for the audit record
     mapped: Xs2aError | None = None  # the answer's error status, raised by ``read``
     delay: float | None = None  # wait this long, then try again
 
@@ -289,21 +291,37 @@ def transport_error(exc: BaseException, call: Call) -> Xs2aError:
 
 class ResponseVerifier:
     """Checks the bank's signature on its answers, when its seal is configured: an unsigned answer is refused
-    like a badly signed one."""
+    like a badly signed one, and so is a well-signed answer that is not this request's, now (``verify_response``:
+    its X-Request-ID, its Date within ``max_age`` seconds of the clock, Date, X-Request-ID and Digest signed)."""
 
-    def __init__(self, certificate: x509.Certificate | None) -> None:
+    def __init__(self, certificate: x509.Certificate | None, *, max_age: float) -> None:
         self.certificate = certificate
+        self.max_age = max_age
 
-    def problem(self, headers: Mapping[str, str], body: bytes, method: str, target: str) -> str | None:
-        """Why the answer's signature is not acceptable; None when it is (or no seal is configured)."""
+    def problem(
+        self,
+        headers: Mapping[str, str],
+        body: bytes,
+        method: str,
+        target: str,
+        *,
+        request_id: str,
+        now: datetime,
+    ) -> str | None:
+        """Why the answer is not acceptable; None when it is (or no seal is configured)."""
         if self.certificate is None:
             return None
-        value = headers.get("Signature")
-        if not value:
-            return "the answer carries no Signature header"
         try:
-            verify_signature(
-                value, headers=headers, body=body, certificate=self.certificate, method=method, target=target
+            verify_response(
+                headers.get("Signature"),
+                headers=headers,
+                body=body,
+                certificate=self.certificate,
+                request_id=request_id,
+                now=now,
+                max_age=self.max_age,
+                method=method,
+                target=target,
             )
         except SignatureVerificationError as exc:
             return str(exc)
@@ -319,7 +337,7 @@ class Auditor:
     def record(self, call: Call, attempt: int, outcome: _Attempt) -> None:
         error = outcome.error_name
         log.info(
-            "bank %s %s -> %s in %.0f ms (attempt %d, X-Request-ID %s%s)",
+            "bank %s %s -> %s in %.0f ms (attempt %d, X-Request-ID %s%s)%s",
             call.method,
             call.endpoint,
             outcome.status if outcome.status is not None else "no response",
@@ -327,6 +345,7 @@ class Auditor:
             attempt,
             call.request_id,
             f", {error}" if error else "",
+            f": {outcome.refusal}" if outcome.refusal else "",
         )
         if self.hook is None:
             return
@@ -346,6 +365,7 @@ class Auditor:
             tpp_message_codes=codes,
             tpp_message_texts=texts,
             error=error,
+            refusal_reason=outcome.refusal,
             will_retry=outcome.delay is not None,
             request_headers=dict(outcome.sent_headers),
             response_headers=redact_headers(dict(outcome.headers)) if outcome.status is not None else {},
@@ -389,7 +409,7 @@ class Requester:
         self.session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))  # no state across PSUs
         if http_adapter is not None:  # a stand-in for the network (tests): mounted for the bank's address only
             self.session.mount(self.base.origin, http_adapter)
-        self.verifier = ResponseVerifier(config.response_certificate)
+        self.verifier = ResponseVerifier(config.response_certificate, max_age=config.response_max_age)
         self.auditor = Auditor(audit_hook)
         self.fixed_headers = _fixed_headers(config)
         self.clock = clock
@@ -454,7 +474,9 @@ class Requester:
         """The bank's answer to ``call``, whatever its status (after safe retries). Raises TransportError when no
         answer came and the request changed nothing (never sent, or a GET), OutcomeUnknownError when a request
         that changes something may have reached the bank without its answer, ResponseSignatureError when the
-        answer's signature is missing or does not verify, ResponseTooLargeError when it is longer than the cap."""
+        answer's signature is missing, does not verify or does not bind it to this request now (to a request that
+        changes something: ResponseSignatureOutcomeUnknownError, an OutcomeUnknownError too),
+        ResponseTooLargeError when it is longer than the cap."""
         attempt = 0
         while True:
             attempt += 1
@@ -552,12 +574,28 @@ class Requester:
         if outcome.delay is not None:
             response.close()
             return
-        problem = self.verifier.problem(outcome.headers, outcome.body, call.method, target)
+        problem = self.verifier.problem(
+            outcome.headers, outcome.body, call.method, target, request_id=call.request_id, now=self.clock()
+        )
         common = {"status": outcome.status, "request_id": call.request_id, "method": call.method}
         if problem is not None:
-            outcome.error = ResponseSignatureError(
-                f"the bank's response signature is not valid: {problem}", endpoint=call.endpoint, **common
-            )
+            outcome.refusal = problem
+            if call.method in SAFE_METHODS:
+                outcome.error = ResponseSignatureError(
+                    f"the bank's answer is not accepted: {problem}",
+                    reason=problem,
+                    endpoint=call.endpoint,
+                    **common,
+                )
+            else:
+                # Whatever the refused answer says, the request reached the bank and may have been processed.
+                outcome.error = ResponseSignatureOutcomeUnknownError(
+                    f"the bank's answer is not accepted: {problem}; the request may or may not have been "
+                    f"processed: reconcile with X-Request-ID {call.request_id} before trying again",
+                    reason=problem,
+                    endpoint=call.endpoint,
+                    **common,
+                )
         elif outcome.status >= 300:
             outcome.mapped = error_from_response(
                 body=outcome.data if outcome.data is not _UNREAD else outcome.body,

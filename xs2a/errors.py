@@ -16,7 +16,10 @@ on::
     ├── OutcomeUnknownError         a request that changes something (POST, PUT, PATCH, DELETE) may have reached
     │   │                           the bank and its answer did not come (reset, close, TLS alert, read timeout)
     │   └── ServerOutcomeUnknownError  ... or came as 5xx (also a ServerError)
-    ├── ResponseSignatureError      the bank's answer is unsigned or its Signature does not verify
+    ├── ResponseSignatureError      the bank's answer is unsigned, its Signature does not verify, or it does
+    │   │                           not answer this request now (another X-Request-ID, a Date out of window)
+    │   └── ResponseSignatureOutcomeUnknownError  ... to a request that changes something (also an
+    │                               OutcomeUnknownError: the bank may have processed it)
     ├── UnexpectedResponseError     a success response the client cannot read (not JSON, wrong shape)
     │   ├── ResponseTooLargeError   the answer is longer than the client's cap (ClientConfig.max_response_bytes)
     │   └── LinkError               a link of the bank's that the client will not follow (another host, no href)
@@ -64,6 +67,7 @@ __all__ = [
     "PaymentFailedError",
     "ResourceUnknownError",
     "ResponseSignatureError",
+    "ResponseSignatureOutcomeUnknownError",
     "ResponseTooLargeError",
     "ScaRequiredError",
     "ServerError",
@@ -213,8 +217,24 @@ class ServerOutcomeUnknownError(ServerError, OutcomeUnknownError):
 
 
 class ResponseSignatureError(Xs2aError):
-    """With the bank's seal configured (``ClientConfig.response_certificate``), its answer carries no Signature
-    or one that does not verify against the seal. The answer is not used."""
+    """With the bank's seal configured (``ClientConfig.response_certificate``), its answer carries no Signature,
+    one that does not verify against the seal, or one that does not bind it to this request (the signature does
+    not cover Date, X-Request-ID and, with a body, Digest; the X-Request-ID is another request's; the Date is
+    outside ``ClientConfig.response_max_age``). The answer is not used; ``reason`` says why.
+
+    To a safe request (GET) it is this class; to a request that changes something it is a
+    :class:`ResponseSignatureOutcomeUnknownError`.
+    """
+
+    def __init__(self, message: str, *, reason: str = "", **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.reason = reason
+
+
+class ResponseSignatureOutcomeUnknownError(ResponseSignatureError, OutcomeUnknownError):
+    """An answer refused (see :class:`ResponseSignatureError`) to a request that changes something (POST, PUT,
+    PATCH, DELETE): whatever the refused answer said, the request may have reached the bank and been processed.
+    Reconcile with ``request_id`` before trying again, as for any unknown outcome."""
 
 
 class UnexpectedResponseError(Xs2aError):

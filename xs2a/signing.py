@@ -15,8 +15,13 @@ request, in that order: PSU-ID and PSU-Corporate-ID whenever they are sent. When
 non-ASCII characters (a Norwegian letter in the issuer DN), it is sent RFC 2047 encoded as
 ``=?utf-8?B?<base64>?=``.
 
+The bank's signed answers are read in the same profile (``verify_signature``), and ``verify_response`` adds what
+binds an answer to its request: Date, X-Request-ID and (with a body) Digest signed, the request's X-Request-ID,
+and a Date within a window of the caller's clock.
+
 Everything here is a pure function of its arguments: no clock, no randomness. The caller supplies Date and
-X-Request-ID (see ``xs2a.client``), so that a retry is signed again with a new Date.
+X-Request-ID (see ``xs2a.client``), so that a retry is signed again with a new Date, and the moment an answer
+is judged at.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from email.utils import format_datetime
+from email.utils import format_datetime, parsedate_to_datetime
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -42,6 +47,7 @@ __all__ = [
     "ALGORITHM",
     "DIGEST_ALGORITHMS",
     "REQUEST_TARGET",
+    "RESPONSE_SIGNED_HEADERS",
     "SIGNABLE_HEADERS",
     "RequestSigner",
     "SignatureParameters",
@@ -62,6 +68,7 @@ __all__ = [
     "signing_string",
     "unquote_string",
     "verify_digest",
+    "verify_response",
     "verify_signature",
 ]
 
@@ -517,4 +524,84 @@ def verify_signature(
         public_key.verify(params.signature, message.encode("utf-8"), padding.PKCS1v15(), hashes.SHA256())
     except InvalidSignature:
         raise SignatureVerificationError("Signature: does not verify with the configured certificate") from None
+    return params
+
+
+#: What a signed answer's Signature must cover, whatever else it covers: its Date and its X-Request-ID, which bind
+#: it to one moment and one request, and (with a body) its Digest, which binds the body.
+RESPONSE_SIGNED_HEADERS: tuple[str, ...] = ("date", "x-request-id")
+
+
+def _shown(value: str, limit: int = 64) -> str:
+    """A header value of the answer as a refusal names it: quoted, and cut short (the bank chose it)."""
+    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+
+def verify_response(
+    signature_value: str | None,
+    *,
+    headers: Mapping[str, str],
+    body: bytes,
+    certificate: x509.Certificate,
+    request_id: str,
+    now: datetime,
+    max_age: float,
+    method: str = "",
+    target: str = "",
+) -> SignatureParameters:
+    """Verify a signed answer of the bank and that it answers this request, now.
+
+    Beyond :func:`verify_signature` (the keyId names ``certificate``, the signature verifies, a Digest matches
+    the body), the answer must:
+
+    - be signed over ``date`` and ``x-request-id``, and over ``digest`` when it has a body (a body with no Digest,
+      or with a Digest the signature does not cover, is unauthenticated);
+    - carry the X-Request-ID of the request (``request_id``): an answer signed for another request is not this
+      one's;
+    - carry a Date no more than ``max_age`` seconds from ``now`` (either way): an answer signed days earlier and
+      replayed is refused, however well signed.
+
+    ``now`` is the caller's clock (timezone-aware); nothing here reads a clock. Raises
+    SignatureVerificationError naming the first rule broken.
+    """
+    if not signature_value:
+        raise SignatureVerificationError("the answer carries no Signature header")
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("verify_response: a timezone-aware now is required")
+    params = parse_signature_header(signature_value)
+    lowered = {name.lower(): value for name, value in headers.items()}
+    required = [*RESPONSE_SIGNED_HEADERS, *(("digest",) if body else ())]
+    for name in required:
+        if name not in lowered:
+            raise SignatureVerificationError(f"the answer carries no {name} header (required in a signed answer)")
+        if name not in params.headers:
+            raise SignatureVerificationError(f"Signature: the {name} header is not signed")
+    verify_signature(
+        signature_value,
+        headers=headers,
+        body=body,
+        certificate=certificate,
+        method=method,
+        target=target,
+        required_headers=(*RESPONSE_SIGNED_HEADERS, "digest"),
+    )
+    answered = lowered["x-request-id"].strip()
+    if not hmac.compare_digest(answered.encode("utf-8"), request_id.encode("utf-8")):
+        raise SignatureVerificationError(
+            f"X-Request-ID {_shown(answered)} of the answer is not the request's {request_id!r} "
+            "(an answer to another request)"
+        )
+    try:
+        dated = parsedate_to_datetime(lowered["date"])
+    except (TypeError, ValueError, IndexError):
+        dated = None
+    if dated is None or dated.tzinfo is None:
+        raise SignatureVerificationError(f"Date {_shown(lowered['date'])} of the answer is not an HTTP date")
+    age = (now - dated).total_seconds()
+    if abs(age) > max_age:
+        when = f"{age:.0f} seconds old" if age > 0 else f"{-age:.0f} seconds ahead"
+        raise SignatureVerificationError(
+            f"Date {_shown(lowered['date'])} of the answer is {when}, outside the {max_age:g} seconds allowed "
+            "(a replayed or delayed answer)"
+        )
     return params

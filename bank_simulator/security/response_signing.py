@@ -2,7 +2,10 @@
 
 On when ``BANK_SIM_SIGN_RESPONSES`` is true: the response gets ``Date``, ``Digest`` (SHA-256 of the body),
 ``ASPSP-Signature-Certificate`` and a ``Signature`` over ``date digest x-request-id`` in the same profile as
-requests (keyId ``SN=<hex>,CA=<RFC 2253 issuer>``, RFC 2047 wrapping when the value is not ASCII).
+requests (keyId ``SN=<hex>,CA=<RFC 2253 issuer>``, each part an HTTP quoted-string, RFC 2047 wrapping when the
+value is not ASCII). X-Request-ID is the request's (set by ``bank_simulator.access`` before signing) and Date the
+real moment of signing: the portal accepts a signed answer only for its own request and within minutes of its
+clock.
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ def encode_rfc2047(value: str) -> str:
     return "=?utf-8?B?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 
+def quoted_string(value: str) -> str:
+    """``value`` as an HTTP quoted-string: a backslash or double quote in it (an issuer DN that RFC 2253 escapes,
+    ``O=Tillitstjenester Vest\\, AS``) is written with a backslash before it, as the TPP un-escapes it."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def sign(response: HttpResponse) -> HttpResponse:
     if not settings.BANK_SIM_SIGN_RESPONSES:
         return response
@@ -52,6 +61,6 @@ def sign(response: HttpResponse) -> HttpResponse:
     signature = base64.b64encode(key.sign(lines.encode("utf-8"), padding.PKCS1v15(), hashes.SHA256())).decode()
     response["ASPSP-Signature-Certificate"] = certificate
     response["Signature"] = encode_rfc2047(
-        f'keyId="{key_id}",algorithm="rsa-sha256",headers="{names}",signature="{signature}"'
+        f'keyId={quoted_string(key_id)},algorithm="rsa-sha256",headers="{names}",signature="{signature}"'
     )
     return response

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from django.contrib import admin
 from django.contrib.contenttypes.models import ContentType
-from django.db.models import Model
+from django.db.models import Model, Q
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -59,7 +59,7 @@ class StatusClassFilter(admin.SimpleListFilter):
         if value == "429":
             return queryset.filter(status=429)
         if value == "rejected":
-            return queryset.filter(status__lt=400).exclude(error="")
+            return queryset.filter((Q(status__lt=400) & ~Q(error="")) | ~Q(refusal_reason=""))
         if value in self.RANGES:
             low, high = self.RANGES[value]
             return queryset.filter(status__gte=low, status__lte=high)
@@ -197,6 +197,7 @@ class BankCallAdmin(admin.ModelAdmin):
         "will_retry",
         "status",
         "error",
+        "refusal_reason",
         "duration_ms",
         "tpp_message_codes",
         "tpp_message_texts",
@@ -223,7 +224,7 @@ class BankCallAdmin(admin.ModelAdmin):
 
     @admin.display(description="HTTP status", ordering="status")
     def status_shown(self, call: BankCall) -> str:
-        if call.status is not None and call.error and call.status < 400:
+        if call.status is not None and call.error and (call.status < 400 or call.refusal_reason):
             return f"{call.status}, not accepted ({call.error})"
         if call.status is not None:
             return str(call.status)

@@ -365,26 +365,78 @@ def test_malformed_signature_header(bank):
 
 
 def test_responses_are_signed_with_the_bank_seal_when_enabled(private_bank, settings):
+    """Signed as the portal accepts an answer (xs2a.signing.verify_response): over Date, Digest and the request's
+    X-Request-ID, dated now."""
     from cryptography import x509
 
-    from xs2a.signing import verify_signature
+    from xs2a.signing import verify_response
 
     settings.BANK_SIM_SIGN_RESPONSES = True
-    response = private_bank.get(ACCOUNTS)
-    assert response.status_code == 200
     seal = x509.load_pem_x509_certificate(settings.BANK_SIM_SIGNING_CERT.read_bytes())
+    ids = [str(uuid.uuid4()) for _ in range(2)]
+    response = private_bank.get(ACCOUNTS, headers={"X-Request-ID": ids[0]})
+    assert response.status_code == 200
+    error = private_bank.get(ACCOUNTS, headers={"PSU-ID": "not-a-uuid", "X-Request-ID": ids[1]})
+    assert error.status_code == 400  # error answers are signed too
+    for answer, request_id in ((response, ids[0]), (error, ids[1])):
+        headers = dict(answer.items())
+        assert headers["Signature"].startswith("=?utf-8?B?")  # the CA name is not ASCII
+        params = verify_response(
+            headers["Signature"],
+            headers=headers,
+            body=answer.content,
+            certificate=seal,
+            request_id=request_id,
+            now=dt.datetime.now(dt.UTC),
+            max_age=300,
+        )
+        assert params.headers == ("date", "digest", "x-request-id")
+
+
+def test_a_seal_whose_issuer_has_escaped_characters_signs_answers_the_portal_accepts(
+    private_bank, settings, tmp_path
+):
+    """A keyId holding a backslash (an issuer such as ``O=Tillitstjenester Vest\\, AS`` in RFC 2253) is written as
+    an HTTP quoted-string, as the portal reads it: unescaped, the portal would read another keyId and refuse every
+    answer."""
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    from bank_simulator.security import response_signing
+    from devtools import pki
+    from xs2a.signing import key_id, verify_response
+
+    issuer = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COUNTRY_NAME, "NO"),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, 'Tillitstjenester Vest, AS "Nord"'),
+            x509.NameAttribute(NameOID.COMMON_NAME, "Vest CA"),
+        ]
+    )
+    seal = pki.issue_qseal(pki.issue_ca(issuer), pki.BANK_NAME, roles=())
+    assert "\\," in key_id(seal.certificate) and '\\"' in key_id(seal.certificate)
+    (tmp_path / "seal.pem").write_bytes(seal.cert_pem())
+    (tmp_path / "seal.key").write_bytes(seal.key_pem())
+    settings.BANK_SIM_SIGN_RESPONSES = True
+    settings.BANK_SIM_SIGNING_CERT = tmp_path / "seal.pem"
+    settings.BANK_SIM_SIGNING_KEY = tmp_path / "seal.key"
+    response_signing._seal.cache_clear()
+    try:
+        request_id = str(uuid.uuid4())
+        response = private_bank.get(ACCOUNTS, headers={"X-Request-ID": request_id})
+    finally:
+        response_signing._seal.cache_clear()
+    assert response.status_code == 200
     headers = dict(response.items())
-    assert headers["Signature"].startswith("=?utf-8?B?")  # the CA name is not ASCII
-    params = verify_signature(
+    verify_response(
         headers["Signature"],
         headers=headers,
         body=response.content,
-        certificate=seal,
-        required_headers=("date", "digest", "x-request-id"),
+        certificate=seal.certificate,
+        request_id=request_id,
+        now=dt.datetime.now(dt.UTC),
+        max_age=300,
     )
-    assert params.headers == ("date", "digest", "x-request-id")
-    error = private_bank.get(ACCOUNTS, headers={"PSU-ID": "not-a-uuid"})
-    assert error.status_code == 400 and "Signature" in error  # error answers are signed too
 
 
 def test_responses_are_not_signed_by_default(private_bank):

@@ -6,6 +6,7 @@ the server writes the headers in a later second than the bank signed them)."""
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from cryptography import x509
 
 from devtools.livebank import running_bank
 from tests.bank_simulator.helpers import LiveTpp
-from xs2a.signing import verify_signature
+from xs2a.signing import verify_response
 
 pytestmark = pytest.mark.live_bank
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,11 +29,16 @@ def test_a_signed_answer_reaches_the_client_with_the_date_the_bank_signed(tmp_pa
     for answer in answers:
         assert answer.status_code == 401, answer.text  # no consent yet: an error, signed like every answer
         assert len(answer.raw.headers.getlist("Date")) == 1, answer.raw.headers
-        verify_signature(
+        # As the portal accepts it: over Date, Digest and the request's X-Request-ID, dated within the window.
+        params = verify_response(
             answer.headers["Signature"],
             headers=answer.headers,
             body=answer.content,
             certificate=seal,
+            request_id=answer.request.headers["X-Request-ID"],
+            now=datetime.now(UTC),
+            max_age=300,
             method="GET",
             target="/v1/accounts",
         )
+        assert params.headers == ("date", "digest", "x-request-id")

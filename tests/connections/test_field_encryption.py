@@ -114,6 +114,7 @@ PRODUCTION = {
     "BANK_BASE_URL": "https://bank.example.com/psd2",
     "PORTAL_BASE_URL": "https://portal.example.com",
     "EMAIL_URL": "smtp+tls://mailer:mail-password@smtp.example.com:587",
+    "BANK_RESPONSE_CERT": str(ROOT / "var/pki/bank-signing.pem"),
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import re
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 import pytest
 from cryptography import x509
@@ -252,3 +253,39 @@ def test_base64_of_random_signatures_never_verifies(tpp, data):
     assert forged != signed["Signature"]
     with pytest.raises(SignatureVerificationError):
         signing.verify_signature(forged, headers=signed, body=None, certificate=tpp.certificate)
+
+
+@FUZZ
+@given(
+    date=HEADER_VALUE,
+    request_id=HEADER_VALUE,
+    body=st.binary(max_size=200),
+)
+@example(date="Mon, 02 Mar 2026 09:00:00 -0000", request_id="r", body=b"")  # no zone: naive
+@example(date="Mon, 02 Mar 99999 09:00:00 GMT", request_id="r", body=b"{}")
+@example(date="Mon, 02 Mar 2026 09:00:00 GMT", request_id=" r ", body=b"{}")
+def test_a_well_signed_answer_with_any_date_and_request_id_is_judged_cleanly(tpp, date, request_id, body):
+    """The binding checks read values the bank chose (Date, X-Request-ID): whatever they hold, a validly signed
+    answer is accepted or refused with SignatureVerificationError, never another exception; and it is accepted
+    only with the request's X-Request-ID and a Date within the window."""
+    headers = {"Date": date, "X-Request-ID": request_id, "Digest": signing.digest_header(body)}
+    names = ["date", "digest", "x-request-id"]
+    value = signing.signature_for(names, method="", target="", headers=headers, key=tpp.key)
+    headers["Signature"] = signing.signature_header(
+        key_id=signing.key_id(tpp.certificate), header_names=names, signature=value
+    )
+    now = datetime(2026, 3, 2, 9, 1, tzinfo=UTC)
+    try:
+        signing.verify_response(
+            headers["Signature"],
+            headers=headers,
+            body=body,
+            certificate=tpp.certificate,
+            request_id="r",
+            now=now,
+            max_age=300,
+        )
+    except SignatureVerificationError:
+        return
+    assert request_id.strip() == "r"
+    assert abs((now - parsedate_to_datetime(date)).total_seconds()) <= 300

@@ -34,6 +34,7 @@ from xs2a.errors import (
     AccessExceededError,
     FormatError,
     OutcomeUnknownError,
+    ResponseSignatureOutcomeUnknownError,
     ServerError,
     TppMessage,
     TransportError,
@@ -173,6 +174,8 @@ def test_a_stale_key_or_another_users_payment_is_not_submitted(bank, draft, alic
     [
         OutcomeUnknownError("timed out after it was sent", request_id="r"),
         ServerError("bank failed", status=500, request_id="r"),
+        # An answer the client refused (signed for another request, or days ago): the bank had the request.
+        ResponseSignatureOutcomeUnknownError("not accepted", status=201, request_id="r", reason="X-Request-ID"),
     ],
 )
 def test_a_lost_answer_is_outcome_unknown_with_the_replay_kept_encrypted(bank, draft, alice, error):

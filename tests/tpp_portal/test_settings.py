@@ -22,6 +22,7 @@ PRODUCTION = {
     "EMAIL_URL": "smtp+tls://mailer:mail-password@smtp.example.com:587",
     "FIELD_ENCRYPTION_KEYS": Fernet.generate_key().decode(),
     "FIELD_HASH_KEY": secrets.token_hex(32),
+    "BANK_RESPONSE_CERT": str(ROOT / "var/pki/bank-signing.pem"),  # the bank's seal (`make certs`)
 }
 
 
@@ -56,6 +57,9 @@ def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         ("BANK_TIMEOUT", "soon", "BANK_TIMEOUT: expected a number"),
         ("BANK_TIMEOUT", "nan", "BANK_TIMEOUT: expected a finite number above 0"),
         ("BANK_TIMEOUT", "-5", "BANK_TIMEOUT: expected a finite number above 0"),
+        ("BANK_RESPONSE_MAX_AGE", "0", "BANK_RESPONSE_MAX_AGE: expected a finite number above 0"),
+        ("BANK_RESPONSE_SIGNATURES", "maybe", "BANK_RESPONSE_SIGNATURES: expected true or false"),
+        ("BANK_RESPONSE_CERT", "/nonexistent/seal.pem", "BANK_RESPONSE_CERT: no such file"),
         ("EMAIL_URL", "smtp://user@host:notaport", "EMAIL_URL: malformed e-mail URL"),
         ("DEBUG", "maybe", "DEBUG: expected true or false"),
         ("DJANGO_ENV", "staging", "DJANGO_ENV: expected development, test or production"),
@@ -98,6 +102,32 @@ def test_production_refuses_debug_and_plain_http_bank():
         "BANK_BASE_URL: production talks to the bank over https only"
         in manage("check", **{**PRODUCTION, "BANK_BASE_URL": "http://bank.example.com"}).stderr
     )
+
+
+def test_production_refuses_to_start_without_the_banks_seal_unless_told_on_purpose():
+    without = {name: value for name, value in PRODUCTION.items() if name != "BANK_RESPONSE_CERT"}
+    refused = manage("check", **without)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "configuration error: BANK_RESPONSE_CERT: production verifies the bank's signed answers" in (
+        refused.stderr
+    )
+    assert "BANK_RESPONSE_SIGNATURES=off" in refused.stderr
+
+    off = manage("check", "--deploy", "--fail-level", "WARNING", **without, BANK_RESPONSE_SIGNATURES="off")
+    assert off.returncode == 0, off.stdout + off.stderr
+    warnings = [line for line in off.stderr.splitlines() if "BANK_RESPONSE_SIGNATURES=off" in line]
+    assert len(warnings) == 1 and "WARNING" in warnings[0], off.stderr
+    assert "the bank's answers are not verified" in warnings[0]
+
+    seal = manage("check", "--deploy", "--fail-level", "WARNING", **PRODUCTION)
+    assert seal.returncode == 0 and "BANK_RESPONSE_SIGNATURES" not in seal.stderr, seal.stderr
+
+
+def test_signatures_off_and_a_seal_contradict_each_other():
+    seal = str(ROOT / "var/pki/bank-signing.pem")
+    result = manage("check", BANK_RESPONSE_SIGNATURES="off", BANK_RESPONSE_CERT=seal)
+    assert result.returncode == 2
+    assert "configuration error: BANK_RESPONSE_SIGNATURES: off, but BANK_RESPONSE_CERT is set" in result.stderr
 
 
 def test_production_needs_a_mail_server_and_an_https_portal_address():

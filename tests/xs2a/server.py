@@ -8,20 +8,25 @@ so that tests check what actually went over the wire. The request signature is c
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 import ssl
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
+from email.utils import format_datetime, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding
+
+from xs2a import signing
 
 
 @dataclass
@@ -88,6 +93,43 @@ def check_signature(received: Received, certificate: x509.Certificate) -> list[s
         hashes.SHA256(),
     )
     return names
+
+
+def signed_answer(
+    seal,
+    received: Received,
+    body: dict | None,
+    *,
+    status: int = 200,
+    request_id: str | None = None,
+    age: timedelta = timedelta(0),
+    names: Sequence[str] = ("date", "digest", "x-request-id"),
+    digest: bool = True,
+    digest_of: bytes | None = None,
+) -> Answer:
+    """An answer as the bank signs one with its seal (an ``Issued``: key and certificate), to ``received``: its
+    Date is the request's less ``age``, its X-Request-ID the request's unless ``request_id`` is given; ``names``
+    are signed (those present), ``digest`` False leaves Digest out, ``digest_of`` hashes other bytes than the
+    body. The signing string is built here, apart from ``xs2a.signing`` (only the keyId is written by it)."""
+    data = json.dumps(body).encode("utf-8") if body is not None else b""
+    moment = parsedate_to_datetime(received.headers["date"]) - age
+    headers = {
+        "Date": format_datetime(moment, usegmt=True),
+        "X-Request-ID": received.headers["x-request-id"] if request_id is None else request_id,
+    }
+    if digest:
+        hashed = hashlib.sha256(data if digest_of is None else digest_of).digest()
+        headers["Digest"] = "SHA-256=" + base64.b64encode(hashed).decode()
+    lowered = {k.lower(): v for k, v in headers.items()}
+    signed = [name for name in names if name in lowered]
+    text = "\n".join(f"{name}: {lowered[name]}" for name in signed)
+    raw = seal.key.sign(text.encode(), padding.PKCS1v15(), hashes.SHA256())
+    key_id = signing.key_id(seal.certificate)
+    headers["Signature"] = (
+        f'keyId={signing.quoted_string(key_id)},algorithm="rsa-sha256",headers="{" ".join(signed)}",'
+        f'signature="{base64.b64encode(raw).decode()}"'
+    )
+    return Answer(status, data if body is not None else None, headers)
 
 
 class LocalBank:

@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.xs2a.server import Answer, LocalBank, check_signature
+from tests.xs2a.server import Answer, LocalBank, Received, check_signature
 from xs2a import errors, models, signing
 from xs2a.client import DEFAULT_ACCEPT_FIX
 from xs2a.psu import PsuContext
@@ -437,21 +437,25 @@ def test_a_success_answer_of_the_wrong_shape_is_an_error(bank, client):
 # --- response signatures ----------------------------------------------------------------------------------
 
 
-def _signed_answer(test_pki, body: dict, *, tamper: bool = False) -> Answer:
-    """An answer signed as the bank signs one: Date, Digest and X-Request-ID (no request target)."""
-    data = json.dumps(body).encode()
-    headers = {
-        "Date": "Mon, 02 Mar 2026 09:00:00 GMT",
-        "X-Request-ID": "r-1",
-        "Digest": signing.digest_header(data),
-    }
-    names = ["date", "digest", "x-request-id"]
-    seal = test_pki.bank_seal
-    value = signing.signature_for(names, method="", target="", headers=headers, key=seal.key)
-    headers["Signature"] = signing.signature_header(
-        key_id=signing.key_id(seal.certificate), header_names=names, signature=value
-    )
-    return Answer(200, (data + b" ") if tamper else data, headers)
+def _signed_answer(test_pki, body: dict, *, tamper: bool = False):
+    """A responder answering as the bank signs: Date, Digest and the request's X-Request-ID (no request target)."""
+
+    def answer(received: Received) -> Answer:
+        data = json.dumps(body).encode()
+        headers = {
+            "Date": received.headers["date"],
+            "X-Request-ID": received.headers["x-request-id"],
+            "Digest": signing.digest_header(data),
+        }
+        names = ["date", "digest", "x-request-id"]
+        seal = test_pki.bank_seal
+        value = signing.signature_for(names, method="", target="", headers=headers, key=seal.key)
+        headers["Signature"] = signing.signature_header(
+            key_id=signing.key_id(seal.certificate), header_names=names, signature=value
+        )
+        return Answer(200, (data + b" ") if tamper else data, headers)
+
+    return answer
 
 
 def test_signed_responses_are_verified_against_the_configured_bank_certificate(bank, make_client, test_pki):
