@@ -14,7 +14,7 @@ def main() -> None:
     try:
         settings.INSTALLED_APPS  # noqa: B018 - load the settings now, so a configuration error reads well
     except ImproperlyConfigured as exc:
-        sys.stderr.write(f"configuration error: {exc}\n")
+        sys.stderr.writelines(f"configuration error: {line}\n" for line in str(exc).splitlines())
         sys.exit(2)
     execute_from_command_line(sys.argv)
 

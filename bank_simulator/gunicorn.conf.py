@@ -1,6 +1,15 @@
-"""Gunicorn settings of the sandbox bank (``make bank``, ``make run``, docker)."""
+"""Gunicorn settings of the sandbox bank (``make bank``, ``make run``, docker).
 
+No query string and no Referer in any log line (the SCA page's ``/sca/authorize?state=...``, the TPP's query
+parameters): the access log writes the path only, and gunicorn's error log loses the query of any path it names.
+The same as tpp_portal/gunicorn.conf.py, kept apart so that the bank imports nothing of the portal.
+"""
+
+import logging
 import os
+import re
+
+from gunicorn import glogging
 
 bind = os.environ.get("BANK_SIM_BIND", f"127.0.0.1:{os.environ.get('PORT', '8001')}")
 workers = int(os.environ.get("BANK_SIM_WORKERS", "2"))
@@ -9,7 +18,37 @@ worker_class = "gthread"
 # Empty: no access log at all (the benchmarks). Even into /dev/null gunicorn formats every line, which cost the
 # bank about a tenth of its CPU per request.
 accesslog = os.environ.get("BANK_SIM_ACCESS_LOG", "-") or None
+# remote address, time, "method path protocol", status, bytes, user agent, duration in milliseconds.
+access_log_format = '%(h)s - %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s" %(M)sms'
 timeout = 60
+
+_QUERY = re.compile(r"(?P<path>/[^\s?#\"']*)\?[^\s\"']*")
+
+
+class _NoQuery(logging.Filter):
+    """Drops the query of every path in a record's message and traceback text."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = _QUERY.sub(r"\g<path>?[query removed]", record.getMessage())
+        record.args = None
+        if record.exc_info:
+            record.exc_text = _QUERY.sub(
+                r"\g<path>?[query removed]", logging.Formatter().formatException(record.exc_info)
+            )
+            record.exc_info = None
+        return True
+
+
+class QuerylessLogger(glogging.Logger):
+    """gunicorn's logger, its error log filtered by :class:`_NoQuery` (set up again on each reload)."""
+
+    def setup(self, cfg) -> None:
+        super().setup(cfg)
+        if not any(isinstance(found, _NoQuery) for found in self.error_log.filters):
+            self.error_log.addFilter(_NoQuery())
+
+
+logger_class = QuerylessLogger
 
 
 def _keep_the_applications_date() -> None:

@@ -1,6 +1,9 @@
 """Settings of the sandbox bank, a service separate from the portal (own database, own process).
 
-Read from the environment with django-environ; a malformed value stops start-up naming the variable.
+Read from the environment with django-environ. Every malformed or missing value is collected in ``_problems`` and
+reported together at the end, one line each (``python -m bank_simulator`` prints them without a traceback);
+``BANK_SIM_ENV=production`` needs a real secret key, an https public address and the host names, and passes
+``check --deploy``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,13 @@ from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
+_problems: list[str] = []  # every configuration error, raised together at the end of this file
+
+
+def _problem(message: str, fallback=None):
+    """Record a configuration error; the setting takes ``fallback`` so that the rest can still be read."""
+    _problems.append(message)
+    return fallback
 
 
 def _read(name: str, default: str) -> str:
@@ -27,7 +37,7 @@ def _flag(name: str, default: bool) -> bool:
         return True
     if raw in {"0", "false", "no", "off"}:
         return False
-    raise ImproperlyConfigured(f"{name}: expected true or false, got {raw!r}")
+    return _problem(f"{name}: expected true or false, got {raw!r}", default)
 
 
 def _decimal(name: str) -> Decimal | None:
@@ -37,9 +47,9 @@ def _decimal(name: str) -> Decimal | None:
     try:
         value = Decimal(raw)
     except InvalidOperation:
-        raise ImproperlyConfigured(f"{name}: expected an amount such as 500 or 499.99, got {raw!r}") from None
+        return _problem(f"{name}: expected an amount such as 500 or 499.99, got {raw!r}")
     if not value.is_finite() or value < 0:
-        raise ImproperlyConfigured(f"{name}: expected an amount of zero or more, got {raw!r}")
+        return _problem(f"{name}: expected an amount of zero or more, got {raw!r}")
     return value
 
 
@@ -53,11 +63,9 @@ def _batch_times(name: str, default: str) -> tuple[dt.time, ...]:
                 raise ValueError
             times.append(dt.time(int(hours), int(minutes)))
         except ValueError:
-            raise ImproperlyConfigured(
-                f"{name}: expected comma-separated HH:MM times (UTC), got {raw!r}"
-            ) from None
+            return _problem(f"{name}: expected comma-separated HH:MM times (UTC), got {raw!r}", ())
     if len(set(times)) != len(times):
-        raise ImproperlyConfigured(f"{name}: a time is given twice in {raw!r}")
+        return _problem(f"{name}: a time is given twice in {raw!r}", ())
     return tuple(sorted(times))
 
 
@@ -66,9 +74,9 @@ def _int(name: str, default: int, *, minimum: int = 0) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise ImproperlyConfigured(f"{name}: expected a whole number, got {raw!r}") from None
+        return _problem(f"{name}: expected a whole number, got {raw!r}", default)
     if value < minimum:
-        raise ImproperlyConfigured(f"{name}: must be at least {minimum}, got {value}")
+        return _problem(f"{name}: must be at least {minimum}, got {value}", default)
     return value
 
 
@@ -78,24 +86,33 @@ PKI_DIR = VAR_DIR / "pki"
 BANK_SIM_ENV = _read("BANK_SIM_ENV", "development")
 PRODUCTION = BANK_SIM_ENV == "production"
 SECRET_KEY = _read("BANK_SIM_SECRET_KEY", "bank-simulator-insecure-development-key-0123456789-abcdefghijkl")
-if PRODUCTION and SECRET_KEY.startswith("bank-simulator-insecure"):
-    raise ImproperlyConfigured("BANK_SIM_SECRET_KEY: set a real secret key when BANK_SIM_ENV=production")
+if PRODUCTION and (
+    SECRET_KEY.startswith("bank-simulator-insecure") or len(SECRET_KEY) < 50 or len(set(SECRET_KEY)) < 5
+):
+    _problem("BANK_SIM_SECRET_KEY: production needs a real secret key of at least 50 random characters")
+# Production names its hosts and its https address itself (no loopback defaults).
+for _name in ("BANK_SIM_ALLOWED_HOSTS", "BANK_SIM_PUBLIC_URL"):
+    if PRODUCTION and not _read(_name, ""):
+        _problem(f"{_name}: required when BANK_SIM_ENV=production")
 DEBUG = False
 ALLOWED_HOSTS = [
     h.strip() for h in _read("BANK_SIM_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1],testserver").split(",")
 ]
 
 BANK_SIM_PUBLIC_URL = _read("BANK_SIM_PUBLIC_URL", f"http://127.0.0.1:{_read('PORT', '8001')}").rstrip("/")
-if not BANK_SIM_PUBLIC_URL.startswith(("http://", "https://")):
-    raise ImproperlyConfigured(
-        f"BANK_SIM_PUBLIC_URL: expected an absolute http(s) address, got {BANK_SIM_PUBLIC_URL!r}"
+if _read("BANK_SIM_PUBLIC_URL", "") and not BANK_SIM_PUBLIC_URL.startswith(
+    "https://" if PRODUCTION else ("http://", "https://")
+):
+    _problem(
+        f"BANK_SIM_PUBLIC_URL: expected an absolute {'https' if PRODUCTION else 'http(s)'} address, "
+        f"got {BANK_SIM_PUBLIC_URL!r}"
     )
 
 _database_url = _read("BANK_SIM_DATABASE_URL", f"sqlite:///{VAR_DIR / 'bank.sqlite3'}")
 try:
     DATABASES = {"default": env.db_url_config(_database_url)}
 except Exception as exc:  # django-environ raises several types for malformed URLs
-    raise ImproperlyConfigured(f"BANK_SIM_DATABASE_URL: malformed database URL ({exc})") from exc
+    DATABASES = _problem(f"BANK_SIM_DATABASE_URL: malformed database URL ({exc})", {"default": {"ENGINE": ""}})
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several gunicorn processes share the file, and every request writes (the signature it carries, for the
     # replay check): WAL lets readers go on while one writes, and synchronous=NORMAL commits without waiting for
@@ -120,9 +137,7 @@ BANK_SIM_TRUSTED_CAS = [
 ]
 for _ca in BANK_SIM_TRUSTED_CAS:
     if not _ca.is_file():
-        raise ImproperlyConfigured(
-            f"BANK_SIM_TRUSTED_CAS: no such file {str(_ca)!r} (run `make certs` for the development CA)"
-        )
+        _problem(f"BANK_SIM_TRUSTED_CAS: no such file {str(_ca)!r} (run `make certs` for the development CA)")
 
 
 # The sandbox mock-data endpoints (/v1/sandbox/...). Off: they answer 404, as in production.
@@ -142,9 +157,7 @@ BANK_SIM_CONSENT_DELETE = _flag("BANK_SIM_CONSENT_DELETE", True)
 # "new" treats it as a new request (a second payment, unless the logical-duplicate rule refuses it).
 BANK_SIM_REQUEST_ID_REPLAY = _read("BANK_SIM_REQUEST_ID_REPLAY", "same")
 if BANK_SIM_REQUEST_ID_REPLAY not in {"same", "conflict", "new"}:
-    raise ImproperlyConfigured(
-        f"BANK_SIM_REQUEST_ID_REPLAY: expected same, conflict or new, got {BANK_SIM_REQUEST_ID_REPLAY!r}"
-    )
+    _problem(f"BANK_SIM_REQUEST_ID_REPLAY: expected same, conflict or new, got {BANK_SIM_REQUEST_ID_REPLAY!r}")
 # Payments whose amount is below this many NOK (at the bank's rates) need no SCA: startAuthorisation answers
 # scaStatus "exempted" without scaRedirect and the payment moves on as approved (spec 3 rule 2: "SCA exemptions
 # may produce an instantly completed payment"). Only for agreements with one signer. Unset: no exemption.
@@ -171,7 +184,7 @@ if BANK_SIM_SIGN_RESPONSES:
         ("BANK_SIM_SIGNING_KEY", BANK_SIM_SIGNING_KEY),
     ):
         if not _file.is_file():
-            raise ImproperlyConfigured(f"{_name}: no such file {str(_file)!r} (needed by BANK_SIM_SIGN_RESPONSES)")
+            _problem(f"{_name}: no such file {str(_file)!r} (needed by BANK_SIM_SIGN_RESPONSES)")
 
 
 # --- Which bank the sandbox plays (docs/sandbox-bank.md, "Bank profiles"); the defaults are the behaviour above.
@@ -214,6 +227,8 @@ MIDDLEWARE = [
     "bank_simulator.middleware.LatencyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # The SCA screens' forms (the API's views are csrf_exempt: bank_simulator.access).
+    "django.middleware.csrf.CsrfViewMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 ROOT_URLCONF = "bank_simulator.urls"
@@ -245,3 +260,10 @@ APPEND_SLASH = False  # the API has exact paths; a redirect would be an answer o
 CSRF_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
 CSRF_FAILURE_VIEW = "bank_simulator.views.sca.csrf_failure"
+# Production serves https only (gunicorn's own TLS, or the proxy over https): check --deploy is clean.
+SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_HSTS_PRELOAD = PRODUCTION
+SECURE_HSTS_INCLUDE_SUBDOMAINS = PRODUCTION
+SECURE_HSTS_SECONDS = 31_536_000 if PRODUCTION else 0
+
+if _problems:
+    raise ImproperlyConfigured("\n".join(_problems))

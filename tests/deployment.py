@@ -102,12 +102,20 @@ class ProxyPorts:
 
 
 def loopback_proxy_conf(
-    *, ports: ProxyPorts, public_host: str, tls_dir: Path, ca_file: Path, portal: str, bank: str
+    *,
+    ports: ProxyPorts,
+    public_host: str,
+    tls_dir: Path,
+    ca_file: Path,
+    portal: str,
+    bank: str,
+    access_log: Path | None = None,
 ) -> str:
     """The template rendered with the proxy service's variables (PUBLIC_HOST, BANK_PUBLIC_PORT), then only its
     addresses swapped: the listening ports for loopback ones, the certificate folders for ``tls_dir`` and
-    ``ca_file``, web and the bank for ``portal`` (http://host:port) and ``bank`` (https://host:port). Every
-    directive is the template's own; each swapped text must still be in it."""
+    ``ca_file``, web and the bank for ``portal`` (http://host:port) and ``bank`` (https://host:port), the image's
+    access log (/var/log/nginx/access.log, its standard output) for ``access_log`` (default: access.log beside
+    ``tls_dir``). Every directive is the template's own; each swapped text must still be in it."""
     conf = render(PROXY_TEMPLATE, {"PUBLIC_HOST": public_host, "BANK_PUBLIC_PORT": str(ports.bank)})
     assert "${" not in conf, "a variable of the template is not set by docker/compose.yaml's proxy service"
     for old, new in (
@@ -119,6 +127,7 @@ def loopback_proxy_conf(
         ("/run/pki/ca.pem", str(ca_file)),
         ("http://web:8000", portal),
         ("https://bank:8001", bank),
+        ("/var/log/nginx/access.log", str(access_log or tls_dir.parent / "access.log")),
     ):
         assert old in conf, f"the template no longer has {old!r}"
         conf = conf.replace(old, new)
@@ -129,13 +138,15 @@ def loopback_proxy_conf(
 class Nginx:
     check: subprocess.CompletedProcess  # what ``nginx -t`` said
     run: list[str]  # the command that runs it in the foreground
-    log: Path
+    log: Path  # its standard output and error: the error log
     health_port: int
+    image_access_log: Path  # where the image's own http-level access_log ("main" format) writes
 
 
 def nginx_prepare(directory: Path, conf: str, *, health_port: int) -> Nginx:
     """``conf`` as the nginx image's conf.d/default.conf inside a short nginx.conf of the image's kind (its
-    temporary folders in ``directory``), checked with ``nginx -t``."""
+    temporary folders in ``directory``; its error log level, and its "main" access log format and http-level
+    access_log, into ``image_access_log``), checked with ``nginx -t``."""
     binary = nginx_binary()
     (directory / "conf.d").mkdir(parents=True, exist_ok=True)
     (directory / "conf.d/default.conf").write_text(conf)
@@ -143,10 +154,13 @@ def nginx_prepare(directory: Path, conf: str, *, health_port: int) -> Nginx:
         f"""
         worker_processes 1;
         pid {directory}/nginx.pid;
-        error_log stderr warn;
+        error_log stderr notice;
         events {{ worker_connections 256; }}
         http {{
-            access_log off;
+            log_format main '$remote_addr - $remote_user [$time_local] "$request" '
+                            '$status $body_bytes_sent "$http_referer" '
+                            '"$http_user_agent" "$http_x_forwarded_for"';
+            access_log {directory}/image-access.log main;
             client_body_temp_path {directory}/client_body;
             proxy_temp_path {directory}/proxy;
             fastcgi_temp_path {directory}/fastcgi;
@@ -167,6 +181,7 @@ def nginx_prepare(directory: Path, conf: str, *, health_port: int) -> Nginx:
         run=[*command, "-g", f"{user}daemon off;"],
         log=directory / "nginx.log",
         health_port=health_port,
+        image_access_log=directory / "image-access.log",
     )
 
 

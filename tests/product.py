@@ -824,6 +824,8 @@ def whole_product(
                 "-m",
                 "gunicorn",
                 "tpp_portal.wsgi",
+                "--config",
+                "tpp_portal/gunicorn.conf.py",
                 "--bind",
                 f"127.0.0.1:{portal_port}",
                 "--workers",

@@ -7,10 +7,12 @@
   request bodies, local variables or the user's details (``send_default_pii`` off).
 
 Both pass through one scrubber before anything is exported: an attribute, header or field whose name says PSU
-identifier (PSU-ID, PSU-Corporate-ID, X-PSU-IDENTITY, PSU-IP-Address ...), signature, certificate, password,
-token, cookie or e-mail loses its value; every other text loses IBANs, e-mail addresses, 11-digit numbers
-(Norwegian national identity numbers, and account numbers with them), PEM blocks and ``name=value`` secrets
-(the log redaction of ``tpp_portal.logging``). For traces this is ``ScrubbingSpanExporter``, which hands the
+identifier (PSU-ID, PSU-Corporate-ID, X-PSU-IDENTITY, PSU-IP-Address ...), TPP-Session-ID, a person's name
+(creditorName, ownerName, first_name ...), signature, certificate, password, token, cookie or e-mail loses its
+value; every other text loses IBANs, e-mail addresses, 11-digit numbers (Norwegian national identity numbers, and
+account numbers with them), PEM blocks, ``name=value`` secrets and names, and the values of the query parameters
+state, q, tpp-session-id, psu-id and the like, also in an encoded ``next=`` (the log redaction of
+``tpp_portal.logging``). For traces this is ``ScrubbingSpanExporter``, which hands the
 exporter scrubbed copies of the finished spans; for Sentry, ``before_send`` and ``before_send_transaction``.
 """
 
@@ -31,7 +33,10 @@ REDACTED = "[redacted]"
 _SECRET_NAME = re.compile(
     r"psu_?id|psu_?corporate|psu_?identity|x_psu|psu_ip|psu_geo|psu_device|psu_user_agent"
     r"|signature|certificate|authorization|cookie|password|passphrase|secret|token|api_?key|csrf|sessionid"
-    r"|national_?id|identity_?number|fodselsnummer|personnummer|ssn|e_?mail|iban|enduser"
+    r"|national_?id|identity_?number|fodselsnummer|personnummer|ssn|e_?mail|iban|enduser|tpp_?session"
+    # people's names: creditorName, creditor_name, ultimateDebtor, ownerName, first_name ...
+    r"|(?:first|last|full|given|family|middle|sur|creditor|debtor|counterparty|owner|holder|customer|payee|payer"
+    r"|beneficiary|person|display)_?name|ultimate_?(?:creditor|debtor)|account_?holder"
 )
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+(?:@|%40)[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")

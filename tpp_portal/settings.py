@@ -71,6 +71,22 @@ DJANGO_ENV = env.str("DJANGO_ENV", "development")
 if DJANGO_ENV not in {"development", "test", "production"}:
     raise ImproperlyConfigured(f"DJANGO_ENV: expected development, test or production, got {DJANGO_ENV!r}")
 PRODUCTION = DJANGO_ENV == "production"
+# What production takes from the environment (or <NAME>_FILE) and has no default for: every one that is missing,
+# in one message (a line each), before any other check.
+_PRODUCTION_REQUIRED = (
+    "SECRET_KEY",
+    "ALLOWED_HOSTS",
+    "PORTAL_BASE_URL",
+    "BANK_BASE_URL",
+    "EMAIL_URL",
+    "FIELD_ENCRYPTION_KEYS",
+    "FIELD_HASH_KEY",
+)
+_missing = [name for name in _PRODUCTION_REQUIRED if PRODUCTION and not env.ENVIRON.get(name)]
+if _missing:
+    raise ImproperlyConfigured(
+        "\n".join(f"{name}: required in production and not set (nor {name}_FILE)" for name in _missing)
+    )
 
 # Relative to the project (the Makefile passes VAR_DIR=var), made absolute: Django wants absolute cache and file
 # paths (caches.W003), whatever the working directory of the process.

@@ -1,6 +1,13 @@
 import os
+import sys
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tpp_portal.settings")
-application = get_wsgi_application()
+try:
+    application = get_wsgi_application()
+except ImproperlyConfigured as exc:
+    # Every configuration error, one line each, no traceback; 4 is gunicorn's "App failed to load" (it stops).
+    sys.stderr.writelines(f"configuration error: {line}\n" for line in str(exc).splitlines())
+    sys.exit(4)

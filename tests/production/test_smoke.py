@@ -41,7 +41,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import pytest
 import requests
@@ -135,9 +135,14 @@ class Deployment:
     bank_public_url: str  # https://localhost:<port>: the proxy's BANK_PUBLIC_PORT, where the SCA pages are
     proxy_ca: Path  # the CA of the proxy's certificate, as a browser that trusts it has it
     environments: dict[str, dict[str, str]] = field(default_factory=dict)
+    proxy_logs: tuple[Path, ...] = ()  # nginx's access log, its error log, and the image's own access log
 
     def logs(self) -> str:
         return self.product.logs()
+
+    def every_log(self) -> str:
+        """Every process's log and the proxy's logs, as they are now."""
+        return "\n".join([self.logs(), *(path.read_text() for path in self.proxy_logs if path.exists())])
 
 
 class _Swaps:
@@ -353,6 +358,7 @@ def production(directory: Path) -> Iterator[Deployment]:
             bank_public_url=bank_public_url,
             proxy_ca=directory / "proxy-ca.pem",
             environments=environments,
+            proxy_logs=(directory / "access.log", nginx.log, nginx.image_access_log),
         )
 
 
@@ -395,6 +401,8 @@ def test_a_customer_signs_in_connects_and_pays_to_settlement_over_https_through_
     page.set_default_timeout(TIMEOUT)
     visited: list[str] = []
     page.on("framenavigated", lambda frame: visited.append(frame.url) if frame == page.main_frame else None)
+    requested: list[str] = []  # every request, redirects included (the bank's redirect back is one)
+    page.on("request", lambda request: requested.append(request.url))
     try:
         # Sign-in: the password, then the authenticator app's code.
         sign_in(page, product, email, PASSWORD, totp_secret=secret)
@@ -461,6 +469,19 @@ def test_a_customer_signs_in_connects_and_pays_to_settlement_over_https_through_
         assert page.locator("#payment-status-label").inner_text() == "Completed"
         assert payment_row(product, pk)["transaction_status"] == "ACSC"
         assert all(url.startswith(("https://localhost:", "about:")) for url in visited), visited
+
+        # The bank's redirects back carried the state, the TPP-Session-ID and the PSU-ID: no log line holds them.
+        callbacks = [urlsplit(url).query for url in requested if "/bank/callback?" in url]
+        values = {
+            value
+            for query in callbacks
+            for name, value in parse_qsl(query)
+            if name in {"state", "tpp-session-id", "psu-id", "psu-corporate-id"}
+        }
+        assert any(name == "psu-id" for query in callbacks for name, _value in parse_qsl(query)), requested
+        logs = deployment.every_log()
+        assert '"GET /bank/callback HTTP/1.1" 302' in logs, logs[-3000:]  # the lines are there to search
+        assert not [value for value in values if value in logs], [v for v in values if v in logs]
     except Exception:
         print(deployment.logs())
         raise

@@ -78,3 +78,41 @@ def test_django_records_are_written_once_through_the_filters(caplog):
 
     django_logger = std.getLogger("django")
     assert django_logger.handlers == [] and django_logger.propagate
+
+
+def test_names_the_tpp_session_state_and_national_identity_numbers_are_redacted():
+    """Log attributes (``extra=``) and messages: a person's name, the TPP-Session-ID, the callback's state and
+    PSU-ID (plain and inside an encoded next=), a national identity number."""
+    from urllib.parse import quote
+
+    from pythonjsonlogger.json import JsonFormatter
+
+    callback = "/bank/callback?state=St4teQx7Zk2&tpp-session-id=SessWq8Vn3&psu-id=0b3a1e0c-1111&context=PRIVATE"
+    logger, stream = _logger_with(JsonFormatter("%(message)s %(request_id)s"))
+    logger.warning(
+        '"GET %s HTTP/1.1" 400 then /auth/sign-in/?next=%s, payment to creditor_name=%s',
+        callback,
+        quote(callback, safe=""),
+        "Kari Nordmann",
+        extra={
+            "creditor_name": "Kari Nordmann",
+            "tpp_session_id": "SessWq8Vn3",
+            "body": {"ownerName": "Ola Nordmann", "debtorAccount": {"bban": "13039319955"}},
+            "note": "fnr 130393 19955 looked up",
+        },
+    )
+    line = stream.getvalue()
+    for secret in (
+        "Kari",
+        "Nordmann",
+        "SessWq8Vn3",
+        "St4teQx7Zk2",
+        "0b3a1e0c-1111",
+        "13039319955",
+        "130393 19955",
+    ):
+        assert secret not in line, secret
+    record = json.loads(line)
+    assert record["creditor_name"] == record["tpp_session_id"] == "[redacted]"
+    assert record["message"].startswith('"GET /bank/callback?state=[redacted]&tpp-session-id=[redacted]')
+    assert "context=PRIVATE" in record["message"] and "looked up" in record["note"]

@@ -10,6 +10,7 @@ import logging
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
 import pytest
@@ -72,6 +73,57 @@ def test_the_scrubber_on_names_and_values():
     assert attributes["http.status_code"] == 200 and attributes["http.route"] == "accounts/<int:pk>/"
     assert attributes["messaging.message.id"] == "0b7c1d2e-aaaa-4bbb-8ccc-123456789012"  # ids that are no PSU's
     assert attributes["http.request.header.psu_id"] == observability.REDACTED
+
+
+PERSON = "Kari Nordmann"
+TPP_SESSION = "Wq8Vn3Lp5SessionOfTheTpp"
+STATE = "St4teOfTheRedirectQx7Zk2"
+CALLBACK = f"/bank/callback?state={STATE}&tpp-session-id={TPP_SESSION}&psu-id={PSU_ID}&context=PRIVATE"
+PERSONAL = (PERSON, "Kari", "Nordmann", TPP_SESSION, STATE, PSU_ID, NATIONAL_ID)
+
+
+def test_the_scrubber_removes_names_the_tpp_session_and_national_identity_numbers():
+    """Span attributes and a Sentry event as the instrumentations and the SDK give them: a person's name (named
+    fields, JSON bodies, a repr, the search box's q), the TPP-Session-ID (header, callback query, an encoded next=)
+    and a national identity number (named, and bare in a message)."""
+    attributes = observability.scrub_attributes(
+        {
+            "http.target": CALLBACK,
+            "url.query": CALLBACK.split("?", 1)[1],
+            "url.full": f"https://portal.example/auth/sign-in/?next={quote(CALLBACK, safe='')}",
+            "http.url": "https://portal.example/accounts/1/?q=Kari+Nordmann&status=booked",
+            "http.request.header.tpp_session_id": (TPP_SESSION,),
+            "payment.creditor_name": PERSON,
+            "http.request.body": json.dumps(
+                {"creditorName": PERSON, "ultimateDebtor": PERSON, "remittanceInformationUnstructured": "rent"}
+            ),
+            "exception.message": f"PaymentInstruction(creditor_name='{PERSON}', amount=10) for {NATIONAL_ID}",
+            "code.function": "callback",
+        }
+    )
+    event = observability.sentry_before_send(
+        {
+            "request": {
+                "url": "https://portal.example/bank/callback",
+                "query_string": CALLBACK.split("?", 1)[1],
+                "headers": {"Tpp-Session-Id": TPP_SESSION, "Referer": f"https://portal.example{CALLBACK}"},
+            },
+            "exception": {"values": [{"type": "ValueError", "value": f"ownerName: {PERSON}, fnr={NATIONAL_ID}"}]},
+            "extra": {
+                "creditorName": PERSON,
+                "tpp_session_id": TPP_SESSION,
+                "note": f"fødselsnummer {NATIONAL_ID}",
+            },
+            "server_name": "web-1",
+        }
+    )
+    text = json.dumps(attributes) + json.dumps(event)
+    assert not [value for value in PERSONAL if value in text], text
+    # What is no one's stays: the path, the other parameters, the type, the host.
+    assert "/bank/callback?state=" in attributes["http.target"] and "context=PRIVATE" in attributes["url.query"]
+    assert "status=booked" in attributes["http.url"] and attributes["code.function"] == "callback"
+    assert "rent" in attributes["http.request.body"]
+    assert event["exception"]["values"][0]["type"] == "ValueError" and event["server_name"] == "web-1"
 
 
 @pytest.fixture

@@ -135,9 +135,50 @@ def test_production_needs_a_mail_server_and_an_https_portal_address():
     assert "EMAIL_URL: production needs an SMTP server" in console.stderr
     unset = {**PRODUCTION}
     del unset["PORTAL_BASE_URL"]
-    assert "PORTAL_BASE_URL: this environment variable is required" in manage("check", **unset).stderr
+    assert "PORTAL_BASE_URL: required in production and not set" in manage("check", **unset).stderr
     plain = manage("check", **{**PRODUCTION, "PORTAL_BASE_URL": "http://portal.example.com"})
     assert "PORTAL_BASE_URL: production serves the portal over https only" in plain.stderr
+
+
+def test_every_missing_production_variable_is_named_at_once_one_line_each():
+    required = {**PRODUCTION}
+    for name in ("SECRET_KEY", "ALLOWED_HOSTS", "EMAIL_URL", "FIELD_HASH_KEY"):
+        del required[name]
+    result = manage("check", **required, EMAIL_URL="")  # empty counts as unset
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert result.stderr.splitlines() == [
+        f"configuration error: {name}: required in production and not set (nor {name}_FILE)"
+        for name in ("SECRET_KEY", "ALLOWED_HOSTS", "EMAIL_URL", "FIELD_HASH_KEY")
+    ]
+
+
+def test_gunicorn_stops_with_the_missing_variables_and_no_traceback():
+    """compose's web command with the shipped configuration: the worker names what is missing and gunicorn stops
+    ("App failed to load") instead of restarting workers that fail the same way."""
+    from devtools.livebank import free_port
+
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "BANK_", "SECRET_KEY"))}
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "tpp_portal.wsgi",
+            "--config",
+            "tpp_portal/gunicorn.conf.py",
+            "--bind",
+            f"127.0.0.1:{free_port()}",
+        ],
+        cwd=ROOT,
+        env={**environment, **PRODUCTION, "FIELD_HASH_KEY": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in output, output
+    assert "configuration error: FIELD_HASH_KEY: required in production and not set" in output
+    assert "App failed to load." in output
 
 
 def test_the_mail_server_comes_from_email_url():
