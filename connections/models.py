@@ -22,6 +22,10 @@ SCA_STATE_LIFETIME = timedelta(minutes=10)
 #: An SCA within one TPP-Session-ID holds this long at the bank (bank-api-spec sections 3 and 8), across the
 #: TPP's roles; never for a payment (dynamic linking). The portal keeps one TPP-Session-ID per user this long.
 TPP_SESSION_LIFETIME = timedelta(hours=1)
+#: A TPP-Session-ID is not given to an SCA that starts less than this before its hour ends (a new one is made):
+#: the SCA's callback comes up to SCA_STATE_LIFETIME later and is confirmed in that session at the bank, whose
+#: hour started a moment before the portal's (the redirect's way back) and whose clock may differ by a minute.
+TPP_SESSION_MARGIN = SCA_STATE_LIFETIME + timedelta(minutes=2)
 #: The bank-offered consent lasts this long after its SCA (bank-api-spec section 8, the bank's rule).
 CONSENT_VALIDITY = timedelta(days=180)
 
@@ -157,9 +161,11 @@ class TppSession(models.Model):
     done within it holds at the bank for an hour across the portal's roles (a consent after a payment needs no
     second identification where the bank allows it; a payment is always approved with its own SCA).
 
-    It is replaced when its hour has passed: counted from the first SCA completed in it (``sca_at``), or from
-    its first use when none was. ``psu_id`` is the bank identity of that SCA, sent when the user connects again
-    within the hour so that the bank can recognise the session. Encrypted at rest, like every PSU identifier.
+    It is replaced when its hour has passed, or when less than ``TPP_SESSION_MARGIN`` of it is left for a new SCA:
+    counted from the first SCA completed in it (``sca_at``), or from its first use when none was. ``psu_id`` is
+    the bank identity of that SCA, sent when the user connects again within the hour so that the bank can
+    recognise the session. Encrypted at rest, like every PSU identifier. Each SCA's callback is confirmed at the
+    bank in the session it started in (``ScaState.tpp_session_id``).
     """
 
     user = models.OneToOneField(
@@ -286,6 +292,7 @@ class IdentityRefusal(models.Model):
 
     class Reason(models.TextChoices):
         PSU_ID_TAKEN = "psu_id_taken", "PSU-ID bound to another portal user"
+        SESSION_UNCONFIRMED = "session_unconfirmed", "PSU-ID not confirmed by the bank in the SCA's TPP session"
         CORPORATE_ID_UNCONFIRMED = "corporate_unconfirmed", "PSU-Corporate-ID not among the PSU's agreements"
         MISMATCH = "mismatch", "SCA done as another bank user or agreement than expected"
 

@@ -11,9 +11,11 @@ Rules kept here:
 - Every bank call runs in ``bank_audit_context`` naming the user and the connection it concerns.
 - An SCA state is single-use: :func:`sca_state_consume` marks it used with a conditional UPDATE, so a replayed
   or concurrent callback finds nothing to consume. Only a successful redirect consumes it.
-- A redirect's query string is a claim. A PSU-ID belongs to one portal user (``PsuBinding``, a unique
-  constraint): another user presenting it is refused. A PSU-Corporate-ID is believed only when the bank lists
-  it among the PSU's agreements. Each refusal is kept in ``IdentityRefusal`` for staff.
+- A redirect's query string is a claim. A PSU-ID is believed only when the bank confirms it in the SCA's own
+  TPP-Session-ID (an attended read: the bank answers it only for the PSU who authenticated in that session), and
+  only then bound to the user. A PSU-ID belongs to one portal user (``PsuBinding``, a unique constraint): another
+  user presenting it is refused. A PSU-Corporate-ID is believed only when the bank lists it among the PSU's
+  agreements. Each refusal is kept in ``IdentityRefusal`` for staff.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from connections.models import (
     CONSENT_VALIDITY,
     SCA_STATE_LIFETIME,
     TPP_SESSION_LIFETIME,
+    TPP_SESSION_MARGIN,
     BankConnection,
     ConnectionAccess,
     ConnectionEvent,
@@ -57,6 +60,7 @@ from tpp_portal.bank import bank_audit_context, bank_client, callback_uri
 from xs2a import models as bank_models
 from xs2a.errors import (
     AccessExceededError,
+    ClientError,
     ConsentDeletionNotOfferedError,
     ConsentError,
     ConsentUnknownError,
@@ -105,8 +109,9 @@ class IdentityMismatch(ConnectionServiceError):
 
 
 class IdentityRefused(ConnectionServiceError):
-    """The identity the redirect claims is not believed: the PSU-ID is another portal user's, or the bank does
-    not list the PSU-Corporate-ID among the PSU's agreements. Recorded in ``IdentityRefusal``."""
+    """The identity the redirect claims is not believed: the PSU-ID is another portal user's, the bank does not
+    confirm it in the SCA's session, or the bank does not list the PSU-Corporate-ID among the PSU's agreements.
+    Recorded in ``IdentityRefusal``; ``reason`` is its reason."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -170,8 +175,9 @@ class CallbackParams:
 @dataclass(frozen=True)
 class ScaReturn:
     """A successful redirect back from SCA after the checks every purpose shares: its state consumed (single use,
-    this user's, this browser session's), the PSU-ID bound to this user and to nobody else, and a PSU-Corporate-ID
-    only when the bank listed it among the PSU's agreements (with the agreement's name)."""
+    this user's, this browser session's), the PSU-ID confirmed by the bank in the SCA's session and bound to this
+    user and to nobody else, and a PSU-Corporate-ID only when the bank listed it among the PSU's agreements (with
+    the agreement's name)."""
 
     state: ScaState
     user: Any
@@ -268,16 +274,20 @@ def _user_or_none(user: Any) -> Any:
 def tpp_session_for(*, user: Any, now: datetime | None = None) -> TppSession:
     """The user's TPP-Session-ID for an SCA starting now: the same one for the bank's hour (from the first SCA
     completed in it, or from its first use when none was), then a new one. One per user, so that a new one never
-    ends the hour of another of the user's sessions at the bank before its time (spec section 3)."""
+    ends the hour of another of the user's sessions at the bank before its time (spec section 3).
+
+    An SCA starting within ``TPP_SESSION_MARGIN`` of the hour's end gets a new one: the bank may let the old
+    session's SCA hold for it, and its callback, up to 10 minutes later, is confirmed in the session it started
+    in (:func:`sca_return_accept`), which must still be valid at the bank then."""
     now = now or timezone.now()
     current = TppSession.objects.filter(user=user).first()  # the common case: one read, no lock
-    if current is not None and current.expires_at > now:
+    if current is not None and current.expires_at > now + TPP_SESSION_MARGIN:
         return current
     with transaction.atomic():
         session, created = TppSession.objects.select_for_update().get_or_create(
             user=user, defaults={"session_id": secrets.token_urlsafe(32), "started_at": now}
         )
-        if not created and session.expires_at <= now:
+        if not created and session.expires_at <= now + TPP_SESSION_MARGIN:
             session.session_id = secrets.token_urlsafe(32)
             session.started_at, session.sca_at, session.psu_id = now, None, ""
             session.save(update_fields=["session_id", "started_at", "sca_at", "psu_id"])
@@ -490,7 +500,8 @@ def _refuse(*, user: Any, state: ScaState, reason: str, psu_id: str, corporate_i
 
 def psu_bind(*, user: Any, psu_id: str) -> PsuBinding | None:
     """Bind ``psu_id`` to ``user``; returns the other user's binding when it is already someone else's (nothing
-    is changed then). A PSU-ID stays bound after a disconnect: the consent behind it may be alive at the bank."""
+    is changed then). A PSU-ID stays bound after a disconnect: the consent behind it may be alive at the bank.
+    Called only for a PSU-ID the bank confirmed in the SCA's own session (:func:`sca_return_accept`)."""
     psu_hash = lookup_hash(psu_id)
     try:
         with transaction.atomic():
@@ -500,17 +511,49 @@ def psu_bind(*, user: Any, psu_id: str) -> PsuBinding | None:
     return None if binding.user_id == user.pk else binding
 
 
-def _agreement_confirmed(*, user: Any, state: ScaState, psu_id: str, corporate_id: str, presence: PsuContext):
-    """The bank's list of the PSU's agreements (GET /v1/agreements, PSU present): the one named, or None."""
-    psu = dataclasses.replace(presence, psu_id=psu_id, corporate_id=None, context=None)
+def _psu_bound_elsewhere(*, user: Any, psu_id: str) -> PsuBinding | None:
+    """The binding of ``psu_id`` to another user, if there is one (a read: nothing is bound)."""
+    return PsuBinding.objects.filter(psu_id_hash=lookup_hash(psu_id)).exclude(user=user).first()
+
+
+def _bank_refused_identity(error: Xs2aError) -> bool:
+    """The bank answered, and what it answered is that the PSU-ID does not speak for this session's PSU: it asks
+    for SCA (401 with a scaRedirect: no SCA of that PSU in the session, or its hour is over) or does not know the
+    PSU-ID (401 PSU_CREDENTIALS_INVALID). Anything else (a failure, a limit, a refused signature) confirms
+    nothing either way."""
+    return isinstance(error, ScaRequiredError) or (isinstance(error, ClientError) and error.status == 401)
+
+
+def _identity_confirm(
+    *, user: Any, state: ScaState, psu_id: str, corporate_id: str | None, presence: PsuContext
+) -> list[bank_models.Agreement]:
+    """Ask the bank whether ``psu_id`` is the PSU who completed this SCA: GET /v1/agreements with the PSU
+    present, the PSU-ID of the redirect and the TPP-Session-ID sent when the SCA started. An SCA is valid for one
+    TPP and one PSU within a TPP-Session-ID (spec sections 3 and 5.8), so a bank answers such a read only for the
+    PSU who authenticated in that session; for anyone else it asks for SCA. The answer lists the PSU's
+    agreements.
+
+    Raises ``IdentityRefused`` (recorded, reason SESSION_UNCONFIRMED) when the bank does not answer for that PSU
+    in this session, ``IdentityUnconfirmed`` when it could not be asked.
+    """
+    psu = dataclasses.replace(
+        presence, psu_id=psu_id, corporate_id=None, context=None, tpp_session_id=state.tpp_session_id or None
+    )
     try:
         with bank_audit_context(user=user, obj=state.connection):
-            listed = bank_client().consents.agreements(psu=psu)
+            return bank_client().consents.agreements(psu=psu)
     except Xs2aError as exc:
-        logger.warning("agreements not listed for a callback", extra={"error": type(exc).__name__})
-        raise IdentityUnconfirmed("the bank did not list the PSU's agreements") from exc
-    corporate_hash = lookup_hash(corporate_id)
-    return next((a for a in listed if a.id and lookup_hash(a.id) == corporate_hash), None)
+        if _bank_refused_identity(exc):
+            _refuse(
+                user=user,
+                state=state,
+                reason=IdentityRefusal.Reason.SESSION_UNCONFIRMED,
+                psu_id=psu_id,
+                corporate_id=corporate_id,
+                detail=f"the bank answered HTTP {exc.status} ({type(exc).__name__})",
+            )
+        logger.warning("identity not confirmed for a callback", extra={"error": type(exc).__name__})
+        raise IdentityUnconfirmed("the bank could not be asked to confirm the PSU-ID") from exc
 
 
 def _sca_state_session_check(*, user: Any, session_key: str | None, params: CallbackParams) -> None:
@@ -530,40 +573,47 @@ def _sca_state_session_check(*, user: Any, session_key: str | None, params: Call
 def sca_return_accept(
     *, user: Any, session_key: str | None, params: CallbackParams, presence: PsuContext
 ) -> ScaReturn:
-    """The checks of every successful redirect, before its purpose's handler sees it: consume the state, bind
-    the PSU-ID to this user (refused when it is another user's), and confirm a PSU-Corporate-ID with the bank.
+    """The checks of every successful redirect, before its purpose's handler sees it. In this order, and nothing
+    is bound or stored from the redirect until every one has passed:
 
-    Raises ``ScaStateRejected``, ``IdentityRefused`` (recorded) or ``IdentityUnconfirmed``; the state stays used.
+    1. the state: this user's, this browser session's, unused, unexpired, with the TPP-Session-ID it was sent
+       with; it is consumed (used up, whatever follows);
+    2. the PSU-ID is not another portal user's (a read);
+    3. the bank confirms the PSU-ID in the SCA's own TPP-Session-ID (:func:`_identity_confirm`): the PSU who
+       authenticated in this session is that PSU, not one whose PSU-ID was written into the address;
+    4. a PSU-Corporate-ID is among the agreements the bank listed for that PSU in the same answer;
+    5. then, in one transaction, the PSU-ID is bound to this user (refused if another user's callback bound it
+       meanwhile) and the TPP session's hour starts.
+
+    Raises ``ScaStateRejected``, ``IdentityRefused`` (recorded for staff with the SCA's purpose and the keyed
+    hashes of the identifiers) or ``IdentityUnconfirmed``; the state stays used.
     """
     now = timezone.now()
     _sca_state_session_check(user=user, session_key=session_key, params=params)
     state = sca_state_consume(token=params.state, user=user, session_key=session_key, now=now)
     corporate_id = params.psu_corporate_id if params.context == PsuContextChoice.CORPORATE else None
-    bound = psu_bind(user=user, psu_id=params.psu_id)
-    if bound is not None:
-        _refuse(
-            user=user,
-            state=state,
-            reason=IdentityRefusal.Reason.PSU_ID_TAKEN,
-            psu_id=params.psu_id,
-            corporate_id=corporate_id,
-            bound_to_id=bound.user_id,
-        )
+    refusal = {"user": user, "state": state, "psu_id": params.psu_id, "corporate_id": corporate_id}
+    taken = _psu_bound_elsewhere(user=user, psu_id=params.psu_id)
+    if taken is not None:
+        _refuse(**refusal, reason=IdentityRefusal.Reason.PSU_ID_TAKEN, bound_to_id=taken.user_id)
+    listed = _identity_confirm(
+        user=user, state=state, psu_id=params.psu_id, corporate_id=corporate_id, presence=presence
+    )
     agreement_name = ""
     if corporate_id is not None:
-        agreement = _agreement_confirmed(
-            user=user, state=state, psu_id=params.psu_id, corporate_id=corporate_id, presence=presence
-        )
+        corporate_hash = lookup_hash(corporate_id)
+        agreement = next((a for a in listed if a.id and lookup_hash(a.id) == corporate_hash), None)
         if agreement is None:
-            _refuse(
-                user=user,
-                state=state,
-                reason=IdentityRefusal.Reason.CORPORATE_ID_UNCONFIRMED,
-                psu_id=params.psu_id,
-                corporate_id=corporate_id,
-            )
+            _refuse(**refusal, reason=IdentityRefusal.Reason.CORPORATE_ID_UNCONFIRMED)
         agreement_name = (agreement.name or "")[:140]
-    tpp_session_sca_completed(user=user, tpp_session_id=state.tpp_session_id, psu_id=params.psu_id, now=now)
+    with transaction.atomic():
+        bound = psu_bind(user=user, psu_id=params.psu_id)
+        if bound is None:
+            tpp_session_sca_completed(
+                user=user, tpp_session_id=state.tpp_session_id, psu_id=params.psu_id, now=now
+            )
+    if bound is not None:  # bound to another user by a callback of theirs between the read and now
+        _refuse(**refusal, reason=IdentityRefusal.Reason.PSU_ID_TAKEN, bound_to_id=bound.user_id)
     return ScaReturn(
         state=state,
         user=user,

@@ -3,8 +3,9 @@ purposes, the connections page (reconnect, disconnect, agreements). Thin: forms 
 read.
 
 The callback checks what every purpose shares (connections.services.sca_return_accept: the state, the PSU-ID's
-owner, the agreement confirmed by the bank), then hands the result to the handler registered for the state's
-purpose (connections.plugins): this module's for connecting, payments' for approving a payment.
+owner, the PSU-ID and the agreement confirmed by the bank in the SCA's own TPP session), then hands the result to
+the handler registered for the state's purpose (connections.plugins): this module's for connecting, payments' for
+approving a payment.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from connections.forms import (
     callback_success,
     failure_context,
 )
-from connections.models import ConnectionAccess, PsuContextChoice, ScaPurpose
+from connections.models import ConnectionAccess, IdentityRefusal, PsuContextChoice, ScaPurpose
 from connections.psu import psu_presence
 from tpp_portal.bank import CALLBACK_STATE
 from users.security import sensitive_page, session_authenticated_at_bank
@@ -143,7 +144,11 @@ def callback(request):
     except services.ScaStateRejected as exc:
         logger.info("SCA callback rejected", extra={"reason": exc.reason})
         return _rejected(request, exc.reason)
-    except services.IdentityRefused:
+    except services.IdentityRefused as exc:
+        if exc.reason == IdentityRefusal.Reason.SESSION_UNCONFIRMED:
+            # The bank did not confirm the PSU-ID in this SCA's session: say no more than that (an attacker who
+            # wrote another customer's PSU-ID into the address learns nothing about it).
+            return render(request, "connections/callback_not_confirmed.html", status=400)
         return _rejected(request, "refused")
     except services.IdentityUnconfirmed:
         return _rejected(request, "unconfirmed")

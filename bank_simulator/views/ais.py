@@ -13,7 +13,7 @@ from bank_simulator import selectors, services
 from bank_simulator.access import PSP_AI, ApiRequest, bool_query, endpoint
 from bank_simulator.errors import ApiError, format_error
 from bank_simulator.models import AccessKind, Account, AccountKind, Consent, ConsentStatus, ScaPurpose
-from bank_simulator.views.common import sca_redirect_link
+from bank_simulator.views.common import require_session_sca, sca_required
 
 AIS_HEADERS = ("TPP-Redirect-URI",)
 AIS = {"roles": frozenset({PSP_AI}), "required": AIS_HEADERS, "corporate_required": True}
@@ -26,18 +26,7 @@ _DIGITS = re.compile(r"^[0-9]{1,9}$")
 
 
 def _consent_redirect(api: ApiRequest, status: int, code: str, text: str) -> ApiError:
-    session = services.sca_start(
-        purpose=ScaPurpose.CONSENT,
-        tpp_org_id=api.tpp_org_id,
-        tpp_name=api.tpp.organization_name,
-        tpp_session_id=api.header("TPP-Session-ID") or "",
-        redirect_uri=api.header("TPP-Redirect-URI") or "",
-        now=api.now,
-        psu=api.psu,
-        context=api.agreement.context if api.agreement else "",
-        agreement=api.agreement,
-    )
-    return ApiError(status, code, text, links={"scaRedirect": sca_redirect_link(session)})
+    return sca_required(api, purpose=ScaPurpose.CONSENT, status=status, code=code, text=text)
 
 
 def require_consent(api: ApiRequest) -> Consent:
@@ -57,6 +46,7 @@ def require_consent(api: ApiRequest) -> Consent:
             "Account information needs a PSU-ID with a consent; send the PSU to scaRedirect.",
         )
     assert api.agreement is not None  # corporate_required: a corporate PSU has sent PSU-Corporate-ID
+    require_session_sca(api, purpose=ScaPurpose.CONSENT)  # with the PSU present, in a session: its own SCA
     consent = api.consent  # the latest one, read with the PSU (selectors.psu_context)
     if consent is None or consent.status == ConsentStatus.REPLACED:
         raise _consent_redirect(

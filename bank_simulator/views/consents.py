@@ -12,7 +12,7 @@ from bank_simulator.access import PSP_AI, PSP_PI, ApiRequest, endpoint
 from bank_simulator.errors import ApiError, error_response, format_error, header_required
 from bank_simulator.models import Agreement, AgreementContext, ScaPurpose
 from bank_simulator.representations import link
-from bank_simulator.views.common import sca_redirect_link
+from bank_simulator.views.common import require_session_sca, sca_redirect_link
 
 SCA_HEADERS = ("TPP-Redirect-URI", "TPP-Session-ID")
 
@@ -85,11 +85,13 @@ def users(api: ApiRequest) -> tuple[int, dict[str, Any]]:
 
 @endpoint(roles=frozenset({PSP_AI, PSP_PI}), required=("TPP-Redirect-URI",))
 def agreements(api: ApiRequest) -> tuple[int, dict[str, Any]]:
-    """The corporate agreements the PSU may act for; its id goes into PSU-Corporate-ID."""
+    """The corporate agreements the PSU may act for; its id goes into PSU-Corporate-ID. With the PSU present and a
+    TPP-Session-ID, only for the PSU who completed SCA in that session (a TPP confirms a redirect's PSU-ID so)."""
     if not api.psu_id_given:
         raise header_required("PSU-ID", "to list the PSU's agreements")
     if api.psu is None:
         raise ApiError(401, "PSU_CREDENTIALS_INVALID", "PSU-ID is not known for this TPP.", path="PSU-ID")
+    require_session_sca(api, purpose=ScaPurpose.CONSENT if PSP_AI in api.tpp.roles else ScaPurpose.USERS)
     rows = Agreement.objects.filter(users=api.psu.customer, context=AgreementContext.CORPORATE).select_related(
         "owner"
     )

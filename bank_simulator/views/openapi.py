@@ -71,7 +71,10 @@ COMMON_ERRORS = {
 }
 AIS_ERRORS = {
     **COMMON_ERRORS,
-    "401": _error("no PSU-ID or no valid consent; _links.scaRedirect starts a new consent"),
+    "401": _error(
+        "no PSU-ID or no valid consent, or (PSU present, with TPP-Session-ID) no SCA of this PSU in that "
+        "session's hour; _links.scaRedirect starts a new SCA"
+    ),
     "403": _error("consent revoked or not covering the account; agreement not usable"),
     "429": _error("ACCESS_EXCEEDED: more than 4 requests without the PSU in 24 hours"),
 }
@@ -323,7 +326,7 @@ def build(base_url: str) -> dict[str, Any]:
             "get": _op(
                 "listAgreements",
                 "Corporate agreements of a known PSU",
-                [*SIGNING, REDIRECT, *PSU],
+                [*SIGNING, REDIRECT, SESSION, *PSU],
                 {
                     **_ok(
                         "200",

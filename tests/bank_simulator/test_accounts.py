@@ -175,6 +175,7 @@ def test_pending_items_book_later_under_a_different_id(private_bank):
     assert pending
     response = private_bank.post("/v1/sandbox/clock", json.dumps({"advanceSeconds": 4 * 86400}))
     assert response.status_code == 200
+    private_bank.session_id = None  # days later the SCA's hour is over: read outside its TPP-Session-ID
     after = _transactions(private_bank, account, "?bookingStatus=both&limit=1000")["transactions"]
     assert after["pending"] == []
     booked_ids = {t["transactionId"] for t in after["booked"]}

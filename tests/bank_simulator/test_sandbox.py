@@ -337,7 +337,7 @@ def test_a_reset_keeps_the_known_customers_identifiers_and_is_idempotent(bank):
     assert bank.post("/v1/sandbox/initialize", None).status_code == 200
     assert _identifiers() == after  # a second reset changes nothing
     # The TPP's identifiers still name the same PSU and agreement: the consent is gone, the PSU is known.
-    response = company.get("/v1/accounts")
+    response = company.get("/v1/accounts", headers={"TPP-Session-ID": None})  # the reset ended its session too
     assert response.status_code == 401 and error_code(response) == "CONSENT_UNKNOWN"
     assert give_consent(bank, PRIVATE_1).params["psu-id"] == private["psu-id"]
     again = give_consent(company, CORPORATE_1).params

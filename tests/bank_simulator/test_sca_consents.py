@@ -198,6 +198,7 @@ def test_agreements_lists_corporate_agreements_of_a_known_psu(bank):
 
 def test_consent_expires_180_days_after_sca(private_bank):
     assert private_bank.get("/v1/accounts").status_code == 200
+    private_bank.session_id = None  # after the SCA's hour the TPP reads outside its TPP-Session-ID
     _advance(private_bank, 179 * 86400)
     assert private_bank.get("/v1/accounts").status_code == 200
     _advance(private_bank, 86400 + 60)

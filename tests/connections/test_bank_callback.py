@@ -1,11 +1,12 @@
 """The SCA callback refuses every state it should not accept, and then stores nothing (no bank needed:
-a refused callback never reaches the bank)."""
+a refused state never reaches the bank)."""
 
 from __future__ import annotations
 
 import hashlib
 import uuid
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.test import Client
@@ -198,7 +199,7 @@ def test_refused_callback_with_a_next_parameter_does_not_redirect(alice_client):
     assert response.status_code == 400 and "Location" not in response
 
 
-def test_reconnect_as_another_bank_user_changes_nothing(alice, alice_client):
+def test_reconnect_as_another_bank_user_changes_nothing(alice, alice_client, monkeypatch):
     connection = BankConnectionFactory(user=alice)
     original = (connection.psu_id, connection.consent_valid_until, connection.state)
     state = ScaStateFactory(
@@ -207,13 +208,18 @@ def test_reconnect_as_another_bank_user_changes_nothing(alice, alice_client):
         purpose=ScaPurpose.RECONNECT,
         connection=connection,
     )
+    asked = []  # the bank confirms the PSU-ID of the redirect in the SCA's session, and is asked nothing else
+    confirming = SimpleNamespace(consents=SimpleNamespace(agreements=lambda *, psu: asked.append(psu) or []))
+    monkeypatch.setattr("connections.services.bank_client", lambda: confirming)
+    params = _params(state.token)  # a different psu-id
 
-    response = alice_client.get(CALLBACK_PATH, _params(state.token))  # a different psu-id
+    response = alice_client.get(CALLBACK_PATH, params)
 
     assert response.status_code == 400 and "another user" in response.content.decode()
     connection.refresh_from_db()
     assert (connection.psu_id, connection.consent_valid_until, connection.state) == original
     assert not ConnectionEvent.objects.exists() and not BankCall.objects.exists()
+    assert [(psu.psu_id, psu.tpp_session_id) for psu in asked] == [(params["psu-id"], state.tpp_session_id)]
 
 
 def test_state_tokens_carry_at_least_128_random_bits(alice):

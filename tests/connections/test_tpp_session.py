@@ -13,7 +13,14 @@ from django.conf import settings
 from django.utils import timezone
 
 from connections import services
-from connections.models import BankConnection, ConnectionState, ScaState, TppSession
+from connections.models import (
+    SCA_STATE_LIFETIME,
+    TPP_SESSION_MARGIN,
+    BankConnection,
+    ConnectionState,
+    ScaState,
+    TppSession,
+)
 from tests.bank_factories import callback_params
 from tpp_portal.bank import CALLBACK_PATH
 from xs2a import models as bank_models
@@ -40,12 +47,15 @@ def _state(user, client, **fields) -> ScaState:
 
 
 def test_one_tpp_session_id_for_the_hour_then_a_new_one(alice, bob):
+    """The same one until an SCA starting now could come back after the hour (the margin): then a new one."""
     start = timezone.now()
     first = services.tpp_session_for(user=alice, now=start).session_id
     assert len(first) >= 43  # 256 random bits
+    last_start = start + timedelta(hours=1) - TPP_SESSION_MARGIN
+    assert TPP_SESSION_MARGIN > SCA_STATE_LIFETIME  # a callback comes at most that long after its start
 
-    within = services.tpp_session_for(user=alice, now=start + timedelta(minutes=59, seconds=59)).session_id
-    after = services.tpp_session_for(user=alice, now=start + timedelta(hours=1)).session_id
+    within = services.tpp_session_for(user=alice, now=last_start - timedelta(seconds=1)).session_id
+    after = services.tpp_session_for(user=alice, now=last_start).session_id
 
     assert within == first and after != first
     assert services.tpp_session_for(user=bob, now=start).session_id not in {first, after}
@@ -63,7 +73,8 @@ def test_the_hour_counts_from_the_first_sca_completed_in_the_session(alice):
         user=alice, tpp_session_id=session_id, psu_id=str(uuid.uuid4()), now=sca_at + timedelta(minutes=20)
     )
 
-    assert services.tpp_session_for(user=alice, now=start + timedelta(minutes=89)).session_id == session_id
+    last_start = sca_at + timedelta(hours=1) - TPP_SESSION_MARGIN
+    assert services.tpp_session_for(user=alice, now=last_start - timedelta(seconds=1)).session_id == session_id
     assert services.tpp_session_known_psu(user=alice, now=start + timedelta(minutes=89)) == psu_id
     assert services.tpp_session_known_psu(user=alice, now=sca_at + timedelta(hours=1)) is None
     assert services.tpp_session_for(user=alice, now=sca_at + timedelta(hours=1)).session_id != session_id

@@ -120,7 +120,8 @@ def test_a_psu_id_of_another_portal_user_is_refused_recorded_and_never_reaches_t
     assert response.status_code == 400
     assert not BankConnection.objects.filter(user=alice).exists()
     assert not BankAccount.objects.filter(connection__user=alice).exists()
-    assert ("accounts", victim.psu_id) not in bank.calls  # the bank was never asked with bob's PSU-ID for alice
+    # The bank was never asked with bob's PSU-ID for alice, not even to confirm it: it is bob's already.
+    assert ("accounts", victim.psu_id) not in bank.calls and ("agreements", victim.psu_id) not in bank.calls
     refusal = IdentityRefusal.objects.get()
     assert (refusal.user, refusal.bound_to, refusal.reason) == (alice, bob, IdentityRefusal.Reason.PSU_ID_TAKEN)
     assert "Bobs sparekonto" not in alice_client.get("/bank/accounts/").content.decode()
@@ -225,7 +226,7 @@ def test_company_payments_are_visible_only_through_an_active_corporate_connectio
 
 
 def test_a_failure_link_changes_no_payment_spends_no_state_and_shows_none_of_its_text(
-    alice, alice_client, monkeypatch
+    bank, alice, alice_client, monkeypatch
 ):
     connection = BankConnectionFactory(user=alice)
     payment = PaymentFactory(user=alice, connection=connection)
