@@ -184,6 +184,20 @@ def debits_mentioning(*, user: Any, account_number: str, text: str, since: date)
     )
 
 
+def debits_with_kid(
+    *, user: Any, account_number: str, kid: str, amount: Decimal, currency: str, since: date
+) -> QuerySet[Transaction]:
+    """Money out of the user's account ``account_number`` carrying ``kid`` for exactly ``amount`` in
+    ``currency``, booked on or after ``since`` (or pending), booked first, newest first: how a KID payment (which
+    usually carries no free text, so no portal reference) the bank did not confirm is found."""
+    accounts = _live_accounts(user).filter(Q(iban=account_number) | Q(bban=account_number))
+    return (
+        Transaction.objects.filter(account__in=accounts, kid=kid, amount=-abs(amount), currency=currency)
+        .filter(Q(booking_date__gte=since) | Q(booking_date__isnull=True))
+        .order_by("status", "-booking_date", "-id")
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class TransactionFilters:
     """The filters of the transactions list and of its CSV export. ``amount_min``/``amount_max`` bound the size

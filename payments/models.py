@@ -302,6 +302,7 @@ class PaymentEventKind(models.TextChoices):
     RECONCILED = "reconciled", _("Reconciled with the bank")
     FOUND = "found", _("Found in your account")
     STAFF = "staff", _("Passed to staff")
+    STAFF_RESOLVED = "staff_resolved", _("Settled by staff")
     NOTE = "note", _("Note")
 
 

@@ -738,20 +738,42 @@ def _store_unconfirmed(payment: Payment, error: Xs2aError, *, actor, flush_audit
     return updated
 
 
+def payment_kid(payment: Payment) -> str:
+    """The KID the payment was sent with (remittanceInformationStructuredArray), or ""."""
+    try:
+        body = json.loads(payment.body_json or "{}")
+    except ValueError:
+        return ""
+    for entry in body.get("remittanceInformationStructuredArray") or []:
+        if isinstance(entry, dict) and entry.get("referenceType") == "KID" and entry.get("reference"):
+            return str(entry["reference"])
+    return ""
+
+
 def unconfirmed_find(*, payment_id: int) -> bool:
-    """An UNCONFIRMED payment whose reference shows in a debit of its debtor account (as the bank reported the
-    account's transactions) becomes FOUND: the bank has it, and the user is no longer offered to make it anew.
-    Reads stored transactions only (no bank call); True when the payment was found now."""
-    payment = Payment.objects.filter(pk=payment_id, state=PaymentState.UNCONFIRMED).exclude(reference="").first()
+    """An UNCONFIRMED payment whose reference (or, for a KID payment, KID and amount) shows in a debit of its
+    debtor account (as the bank reported the account's transactions) becomes FOUND: the bank has it, and it
+    leaves the staff queue. Reads stored transactions only (no bank call); True when the payment was found now."""
+    payment = Payment.objects.filter(pk=payment_id, state=PaymentState.UNCONFIRMED).first()
     if payment is None:
         return False
     submitted = timezone.localdate(payment.submitted_at or payment.created_at)
-    match = account_selectors.debits_mentioning(
-        user=payment.user,
-        account_number=payment.debtor_account,
-        text=payment.reference,
-        since=submitted - timedelta(days=1),  # the bank's booking day may lag the portal's clock by a day
-    ).first()
+    since = submitted - timedelta(days=1)  # the bank's booking day may lag the portal's clock by a day
+    match = None
+    if payment.reference:
+        match = account_selectors.debits_mentioning(
+            user=payment.user, account_number=payment.debtor_account, text=payment.reference, since=since
+        ).first()
+    kid = payment_kid(payment)
+    if match is None and kid:  # a KID payment usually has no free text: its KID, amount and date find it
+        match = account_selectors.debits_with_kid(
+            user=payment.user,
+            account_number=payment.debtor_account,
+            kid=kid,
+            amount=payment.amount,
+            currency=payment.currency,
+            since=since,
+        ).first()
     if match is None:
         return False
     now = timezone.now()
@@ -792,7 +814,6 @@ def unconfirmed_find_all(*, limit: int = 500, now: datetime | None = None) -> in
     now = now or timezone.now()
     ids = list(
         Payment.objects.filter(state=PaymentState.UNCONFIRMED, submitted_at__gte=now - FIND_UNCONFIRMED_FOR)
-        .exclude(reference="")
         .order_by("-submitted_at", "-id")
         .values_list("id", flat=True)[:limit]
     )

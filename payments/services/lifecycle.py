@@ -46,7 +46,7 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     S.OUTCOME_UNKNOWN: frozenset(
         {S.SUBMITTING, S.UNCONFIRMED, S.INITIATED, S.AUTHORISING, S.AWAITING_STATUS, S.FINAL}
     ),
-    S.UNCONFIRMED: frozenset({S.FOUND, S.NOT_AT_BANK}),
+    S.UNCONFIRMED: frozenset({S.FOUND, S.NOT_AT_BANK}),  # found in the account, or settled by staff
     S.FOUND: frozenset(),
     S.NOT_AT_BANK: frozenset(),
     S.REFUSED: frozenset(),

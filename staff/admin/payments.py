@@ -16,6 +16,7 @@ from payments.models import (
     Payment,
     PaymentAuthorisation,
     PaymentEvent,
+    PaymentState,
 )
 from payments.services.exchange_rates import exchange_rate_save_by_staff
 from staff.admin.bank_calls import bank_calls_link
@@ -80,6 +81,24 @@ class WaitingFilter(admin.SimpleListFilter):
         return queryset
 
 
+class StaffQueueFilter(admin.SimpleListFilter):
+    """The payments the portal could not settle by itself (payments.services.staff): a lost answer past the
+    replay window, a refused replay, no final status within the poll horizon."""
+
+    title = "staff queue"
+    parameter_name = "staff"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "for staff to settle")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(staff_flagged_at__isnull=False).exclude(
+                state__in=(PaymentState.FINAL, PaymentState.FOUND, PaymentState.NOT_AT_BANK)
+            )
+        return queryset
+
+
 class PaymentEventInline(ReadOnlyInline, admin.TabularInline):
     model = PaymentEvent
     fields = ("at", "kind", "transaction_status", "funds_available", "detail", "actor")
@@ -112,7 +131,16 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "next_poll_at",
         "final_at",
     )
-    list_filter = (WaitingFilter, "state", "transaction_status", "product", "context", "currency", "created_at")
+    list_filter = (
+        StaffQueueFilter,
+        WaitingFilter,
+        "state",
+        "transaction_status",
+        "product",
+        "context",
+        "currency",
+        "created_at",
+    )
     search_fields = ("=payment_id", "=user__email", "creditor_name", "=creditor_account", "=debtor_account")
     search_help_text = (
         "The bank's exact paymentId, an exact X-Request-ID or idempotency key, the initiator's exact e-mail, "
@@ -170,6 +198,9 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                     "poll_lease_until",
                     "reconcile_attempts",
                     "reconcile_at",
+                    "replay_not_before",
+                    "staff_flagged_at",
+                    "staff_reason",
                     "allow_logical_duplicate",
                     "created_at",
                     "submitted_at",
@@ -184,7 +215,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     # (psu_identity, initiation_psu), the form as typed, the poll lease token and the bank's links' addresses.
     readonly_fields = fieldset_fields(fieldsets)
     inlines = (PaymentEventInline, PaymentAuthorisationInline)
-    actions = [export_csv, "poll_status_now"]
+    actions = [export_csv, "poll_status_now", "settle_at_bank", "settle_not_at_bank"]
 
     def get_search_results(self, request, queryset, search_term):
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
@@ -236,3 +267,24 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             return True, f"{summary}. {outcome.message}".strip()
 
         run_bank_action(self, request, queryset, poll, limit=ACTION_LIMIT, verb="poll")
+
+    def _settle(self, request, queryset, *, at_bank: bool, summary: str) -> None:
+        from payments.services.staff import payment_staff_settle
+
+        def settle(payment: Payment) -> tuple[bool, str]:
+            if payment.state != PaymentState.UNCONFIRMED:
+                return False, "only a payment the bank did not confirm is settled this way."
+            if not payment_staff_settle(payment_id=payment.pk, staff_user=request.user, at_bank=at_bank):
+                return False, "it was settled meanwhile."
+            self.log_change(request, payment, f"Settled by staff: {summary}.")
+            return True, summary
+
+        run_bank_action(self, request, queryset, settle, limit=ACTION_LIMIT, verb="settle")
+
+    @admin.action(description="Settle: the bank confirmed it HAS the payment", permissions=["change"])
+    def settle_at_bank(self, request, queryset):
+        self._settle(request, queryset, at_bank=True, summary="the bank has the payment")
+
+    @admin.action(description="Settle: the bank confirmed it does NOT have the payment", permissions=["change"])
+    def settle_not_at_bank(self, request, queryset):
+        self._settle(request, queryset, at_bank=False, summary="the bank does not have the payment")
