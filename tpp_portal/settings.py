@@ -460,6 +460,7 @@ ACCOUNT_UNIQUE_EMAIL = True
 ACCOUNT_EMAIL_VERIFICATION = "mandatory"
 ACCOUNT_EMAIL_VERIFICATION_BY_CODE_ENABLED = True
 ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = True
+ACCOUNT_EMAIL_VERIFICATION_SUPPORTS_RESEND = True  # "Send a new code" on that page, twice per sign-up
 # The same answer whether or not an address has an account (sign-up, password reset).
 ACCOUNT_PREVENT_ENUMERATION = True
 ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = True
@@ -477,14 +478,17 @@ PASSWORD_RESET_TIMEOUT = 3600  # a reset link works for one hour
 # re-authentication, a password change's old password): 5 per e-mail address (or username) and client address in
 # 15 minutes, then even the right one is refused until the oldest failure is 15 minutes old (the right one
 # forgets the failures); 10 a minute from one client address whatever the name. Mails: at most 1 sign-up or
-# confirmation code a minute and 3 an hour to one address, 3 reset mails an hour to one address.
+# confirmation code a minute and 3 an hour to one address from one client address (users.adapter; a stranger's
+# sign-ups elsewhere never use up the owner's), 10 a minute and 50 an hour from one client address to any; 3
+# reset mails an hour to one address.
 SIGN_IN_FAILURES = 5
 SIGN_IN_COOL_OFF = timedelta(minutes=15)
 ACCOUNT_RATE_LIMITS = {
     "login": "60/m/ip",
     "login_failed": f"10/m/ip,{SIGN_IN_FAILURES}/{int(SIGN_IN_COOL_OFF.total_seconds())}s/key",
     "signup": "10/m/ip,50/h/ip",
-    "confirm_email": "1/m/key,3/h/key",
+    "confirm_email": "10/m/ip,50/h/ip",
+    "confirm_email_to_address": "1/m/key,3/h/key",  # key: the address and the client address (users.adapter)
     "reset_password": "10/m/ip,3/h/key",
     "reset_password_from_key": "20/m/ip",
     # Every POST of these two pages, right or wrong (a wrong password also counts under login_failed).

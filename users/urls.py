@@ -29,6 +29,7 @@ VIEWS = {
     "account_login": views.SignInView.as_view(),
     "account_logout": views.SignOutView.as_view(),
     "account_signup": views.SignUpView.as_view(),
+    "account_email_verification_sent": views.ConfirmEmailCodeView.as_view(),
     "account_reauthenticate": views.ReauthenticateView.as_view(),
     "account_change_password": views.PasswordChangeView.as_view(),
 }

@@ -14,8 +14,11 @@ from __future__ import annotations
 import math
 
 from allauth.account import views as allauth_views
+from allauth.account.adapter import get_adapter
 from allauth.account.internal.flows.reauthentication import did_recently_reauthenticate
+from allauth.core.ratelimit import respond_429
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.views import redirect_to_login
 from django.forms import Form
@@ -65,7 +68,24 @@ class SignOutView(allauth_views.LogoutView):
 
 
 class SignUpView(allauth_views.SignupView):
-    pass
+    def form_valid(self, form):
+        # The mail limit of one address from one client (users.adapter), counted here for every sign-up: an
+        # address with an account gets the same answer as one without.
+        if not get_adapter().consume_code_mail(self.request, form.cleaned_data["email"]):
+            return respond_429(self.request)
+        return super().form_valid(form)
+
+
+class ConfirmEmailCodeView(allauth_views.ConfirmEmailVerificationCodeView):
+    """The page that asks for the mailed code; "Send a new code" is counted like a sign-up (users.adapter), so
+    the owner of an address can ask for one whatever strangers did elsewhere with it."""
+
+    def _resend_form_valid(self, form):
+        adapter = get_adapter()
+        if not adapter.consume_code_mail(self.request, self._process.email):
+            adapter.add_message(self.request, messages.ERROR, message=adapter.error_messages["rate_limited"])
+            return HttpResponseRedirect(self.passthrough_next_url(reverse("account_email_verification_sent")))
+        return super()._resend_form_valid(form)
 
 
 class ReauthenticateView(LockoutMixin, SensitivePageMixin, allauth_views.ReauthenticateView):
