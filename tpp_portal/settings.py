@@ -502,6 +502,11 @@ MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]
 MFA_TOTP_ISSUER = "Fjordpay"
 MFA_PASSKEY_LOGIN_ENABLED = False
 MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = not PRODUCTION  # http://127.0.0.1 in development
+# A password alone never enrols a staff user's first factor: a superuser mails them a single-use link
+# (`manage.py staff_invite`, the admin's action; users.services) that works this long, and opening it lets that
+# browser session enrol one for STAFF_ENROLMENT_WINDOW.
+STAFF_INVITATION_MAX_AGE = timedelta(hours=24)
+STAFF_ENROLMENT_WINDOW = timedelta(minutes=30)
 # The client's address (the sign-in limits' key, and PSU-IP-Address: tpp_portal.clientip). Behind N trusted
 # reverse proxies it is the address they forwarded in X-Forwarded-For; with none, REMOTE_ADDR, and a client's
 # own X-Forwarded-For is ignored (it could otherwise pick the address it is limited under).

@@ -5,6 +5,8 @@
   password that works once the owner confirms (account pre-hijacking). An address with a confirmed account gets
   the same answer as a new one and a mail to its owner (allauth's enumeration prevention); the password typed
   is hashed all the same, so the answer takes as long.
+- :class:`SignInForm`: an account without any e-mail address (made by a command) is refused with a sentence
+  saying why, instead of being sent to a confirmation page with nothing to confirm (a redirect loop).
 - :class:`ReauthenticateForm` and :class:`ChangePasswordForm`: the password typed goes through the adapter's
   authenticate(), so wrong ones count towards the sign-in limit (allauth's password change checks the old
   password without counting it).
@@ -17,6 +19,7 @@ from allauth.account.adapter import get_adapter
 from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.hashers import make_password
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator
 from django.db import transaction
 from django.utils.translation import gettext_lazy as _
@@ -65,6 +68,19 @@ class SignInForm(allauth_forms.LoginForm):
         )
         self.fields["password"].widget.attrs.pop("placeholder", None)
         self.fields["password"].help_text = ""
+
+    def clean(self):
+        cleaned_data = super().clean()
+        user = getattr(self, "user", None)
+        if user is not None and not user.email and not EmailAddress.objects.filter(user=user).exists():
+            # Nothing to confirm: with mandatory confirmation allauth would send the browser to the confirmation
+            # page, which has no code to ask for and sends it back here, round and round. The admin's add form
+            # asks for an address (users.admin); an account made without one (a command) is refused plainly.
+            raise ValidationError(
+                _("This account has no e-mail address, so it cannot sign in. Ask an administrator to add one."),
+                code="no_address",
+            )
+        return cleaned_data
 
 
 class SignUpForm(allauth_forms.SignupForm):

@@ -53,6 +53,8 @@ def _account_patterns() -> list[URLPattern]:
 
 urlpatterns = [
     path("auth/", include(_account_patterns())),
+    path("auth/2fa/invitation/", views.second_factor_needed, name="second_factor_needed"),
+    path("auth/2fa/invitation/<str:token>/", views.staff_invitation, name="staff_invitation"),
     path("auth/2fa/", include("allauth.mfa.urls")),
     path("account/", views.account, name="account"),
     path("auth/stay-signed-in/", views.keep_alive, name="session-keep-alive"),
