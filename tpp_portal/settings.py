@@ -448,6 +448,7 @@ ACCOUNT_ADAPTER = "users.adapter.AccountAdapter"
 ACCOUNT_FORMS = {
     "login": "users.forms.SignInForm",
     "signup": "users.forms.SignUpForm",
+    "confirm_email_verification_code": "users.forms.ConfirmEmailCodeForm",
     "reauthenticate": "users.forms.ReauthenticateForm",
     "change_password": "users.forms.ChangePasswordForm",
 }

@@ -1,6 +1,8 @@
-"""The mail limit of sign-up counts per address *and client address*: a stranger's sign-ups with someone's address
-cannot use up the mails of its owner, who signs up from elsewhere and can ask for a fresh code on the page that
-asks for it; one client still mails one address at most once a minute and three times an hour."""
+"""A stranger cannot keep the owner of an address from signing up. The mail limit counts per address *and client
+address*: a stranger's sign-ups with someone's address cannot use up the mails of its owner, who signs up from
+elsewhere and can ask for a fresh code on the page that asks for it; one client still mails one address at most
+once a minute and three times an hour. A stranger's sign-up after the owner's does not undo it: the first to type
+the mailed code keeps the address."""
 
 from __future__ import annotations
 
@@ -71,3 +73,25 @@ def test_the_owner_asks_for_a_fresh_code_from_the_confirm_page():
         assert fresh_code != first_code
         assert confirm(owner, fresh_code, ip=OWNER_IP).status_code == 302
     assert "_auth_user_id" in owner.session
+
+
+def test_a_strangers_later_sign_up_does_not_undo_the_owners():
+    """The owner signs up, a stranger signs up with the same address before the owner types the code: the owner's
+    code still confirms the owner's account, which takes the address as its username; the stranger's unconfirmed
+    account is deleted with its password."""
+    from django.contrib.auth import get_user_model
+
+    User = get_user_model()
+    owner = Client()
+    sign_up(owner, OWNER_IP)
+    code = code_in(mails_to(OWNER)[-1])
+    assert sign_up(Client(), STRANGER_IP, password="strangers-own-pass-1")["Location"] == CONFIRM
+    assert User.objects.filter(email__iexact=OWNER).count() == 2  # side by side until one confirms
+
+    assert confirm(owner, code, ip=OWNER_IP)["Location"] == "/"
+    (user,) = User.objects.filter(email__iexact=OWNER)
+    assert owner.session["_auth_user_id"] == str(user.pk)
+    assert user.username == OWNER and user.check_password(GOOD_PASSWORD)
+    stranger = Client()
+    stranger.post(reverse("account_login"), {"login": OWNER, "password": "strangers-own-pass-1"})
+    assert "_auth_user_id" not in stranger.session
