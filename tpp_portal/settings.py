@@ -492,6 +492,7 @@ ACCOUNT_ADAPTER = "users.adapter.AccountAdapter"
 ACCOUNT_FORMS = {
     "login": "users.forms.SignInForm",
     "signup": "users.forms.SignUpForm",
+    "confirm_email_verification_code": "users.forms.ConfirmEmailCodeForm",
     "reauthenticate": "users.forms.ReauthenticateForm",
     "change_password": "users.forms.ChangePasswordForm",
 }
@@ -504,6 +505,7 @@ ACCOUNT_UNIQUE_EMAIL = True
 ACCOUNT_EMAIL_VERIFICATION = "mandatory"
 ACCOUNT_EMAIL_VERIFICATION_BY_CODE_ENABLED = True
 ACCOUNT_LOGIN_ON_EMAIL_CONFIRMATION = True
+ACCOUNT_EMAIL_VERIFICATION_SUPPORTS_RESEND = True  # "Send a new code" on that page, twice per sign-up
 # The same answer whether or not an address has an account (sign-up, password reset).
 ACCOUNT_PREVENT_ENUMERATION = True
 ACCOUNT_EMAIL_UNKNOWN_ACCOUNTS = True
@@ -521,14 +523,17 @@ PASSWORD_RESET_TIMEOUT = 3600  # a reset link works for one hour
 # re-authentication, a password change's old password): 5 per e-mail address (or username) and client address in
 # 15 minutes, then even the right one is refused until the oldest failure is 15 minutes old (the right one
 # forgets the failures); 10 a minute from one client address whatever the name. Mails: at most 1 sign-up or
-# confirmation code a minute and 3 an hour to one address, 3 reset mails an hour to one address.
+# confirmation code a minute and 3 an hour to one address from one client address (users.adapter; a stranger's
+# sign-ups elsewhere never use up the owner's), 10 a minute and 50 an hour from one client address to any; 3
+# reset mails an hour to one address.
 SIGN_IN_FAILURES = 5
 SIGN_IN_COOL_OFF = timedelta(minutes=15)
 ACCOUNT_RATE_LIMITS = {
     "login": "60/m/ip",
     "login_failed": f"10/m/ip,{SIGN_IN_FAILURES}/{int(SIGN_IN_COOL_OFF.total_seconds())}s/key",
     "signup": "10/m/ip,50/h/ip",
-    "confirm_email": "1/m/key,3/h/key",
+    "confirm_email": "10/m/ip,50/h/ip",
+    "confirm_email_to_address": "1/m/key,3/h/key",  # key: the address and the client address (users.adapter)
     "reset_password": "10/m/ip,3/h/key",
     "reset_password_from_key": "20/m/ip",
     # Every POST of these two pages, right or wrong (a wrong password also counts under login_failed).
@@ -542,6 +547,11 @@ MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]
 MFA_TOTP_ISSUER = "Fjordpay"
 MFA_PASSKEY_LOGIN_ENABLED = False
 MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = not PRODUCTION  # http://127.0.0.1 in development
+# A password alone never enrols a staff user's first factor: a superuser mails them a single-use link
+# (`manage.py staff_invite`, the admin's action; users.services) that works this long, and opening it lets that
+# browser session enrol one for STAFF_ENROLMENT_WINDOW.
+STAFF_INVITATION_MAX_AGE = timedelta(hours=24)
+STAFF_ENROLMENT_WINDOW = timedelta(minutes=30)
 # The client's address (the sign-in limits' key, and PSU-IP-Address: tpp_portal.clientip). Behind N trusted
 # reverse proxies it is the address they forwarded in X-Forwarded-For; with none, REMOTE_ADDR, and a client's
 # own X-Forwarded-For is ignored (it could otherwise pick the address it is limited under).

@@ -6,21 +6,33 @@
   lock that pair out for SIGN_IN_COOL_OFF (ACCOUNT_RATE_LIMITS["login_failed"]), while the owner signing in
   from elsewhere is not locked out by a stranger's guesses; ten a minute from one address, whatever the name.
   Re-authentication and the old password of a password change count in the same way (users.forms).
+- **Confirmation codes** are mailed at most 1 a minute and 3 an hour to one address *from one client address*
+  (ACCOUNT_RATE_LIMITS["confirm_email_to_address"], counted by :meth:`AccountAdapter.consume_code_mail`: the
+  sign-up page, a sign-in before confirming, "Send a new code"), and 10 a minute, 50 an hour from one client
+  address to any (allauth's "confirm_email"). Counted per address alone, a stranger's sign-ups with someone's
+  address used up the owner's mails, and the owner's own sign-up answered 429.
 - **Mails** are rendered here and sent by the worker (``users.tasks.send_account_mail``): the answer of a page
   takes as long whether it mailed an existing account, an unknown address or nobody. Links in them are built
   from PORTAL_BASE_URL, never from the request's Host header.
-- **Usernames** of people who sign up are their e-mail address, as before allauth.
+- **Usernames** of people who sign up are their e-mail address, as before allauth. A sign-up for an address that
+  already has an unconfirmed one (users.forms.SignUpForm) gets a stand-in username until it types its code;
+  then the others are deleted and it takes the address as its username (:meth:`AccountAdapter.confirm_email`).
 """
 
 from __future__ import annotations
 
+import secrets
 from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlsplit
 
 from allauth.account.adapter import DefaultAccountAdapter
+from allauth.core.exceptions import ImmediateHttpResponse
+from allauth.core.ratelimit import consume, respond_429
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.urls import reverse
 
 from tpp_portal.clientip import client_ip
@@ -53,12 +65,46 @@ class AccountAdapter(DefaultAccountAdapter):
 
     # --- sign-up ---------------------------------------------------------------------------------------------
     def populate_username(self, request, user) -> None:
-        user.username = (user.email or "").lower()
+        username = (user.email or "").lower()
+        if get_user_model().objects.filter(username__iexact=username).exists():
+            username = f"pending-{secrets.token_hex(16)}"  # another unconfirmed sign-up holds the address
+        user.username = username
+
+    def confirm_email(self, request, email_address) -> bool:
+        """The first unconfirmed account of an address to type its code keeps the address: the others (other
+        sign-ups with it, never confirmed) are deleted, their passwords and codes with them."""
+        from users.forms import pending_sign_ups
+
+        with transaction.atomic():
+            others = [user for user in pending_sign_ups(email_address.email) if user.pk != email_address.user_id]
+            confirmed = super().confirm_email(request, email_address)
+            if not confirmed:
+                return confirmed
+            for user in others:
+                user.delete()
+            user = email_address.user
+            address = email_address.email.lower()
+            if user.username != address and not get_user_model().objects.filter(username__iexact=address).exists():
+                user.username = address
+                user.save(update_fields=["username"])
+        return confirmed
 
     def save_user(self, request, user, form, commit: bool = True):
         # users.signals gives accounts made elsewhere (staff, commands) a verified address; not this one.
         user._made_by_sign_up = True
         return super().save_user(request, user, form, commit=commit)
+
+    def consume_code_mail(self, request, email: str) -> bool:
+        """Count a confirmation code mailed to ``email`` at this client's request; False when over the limit."""
+        key = f"{email.strip().lower()}|{self.get_client_ip(request)}"
+        return consume(request, action="confirm_email_to_address", key=key)
+
+    def should_send_confirmation_mail(self, request, email_address, signup: bool) -> bool:
+        # A sign-up is counted by its page (users.views.SignUpView), for an address with an account as for one
+        # without; this is a sign-in before confirming, which mails a new code.
+        if not signup and not self.consume_code_mail(request, email_address.email):
+            raise ImmediateHttpResponse(respond_429(request))
+        return super().should_send_confirmation_mail(request, email_address, signup)
 
     # --- mails -----------------------------------------------------------------------------------------------
     def format_email_subject(self, subject: str) -> str:

@@ -1,10 +1,14 @@
 """allauth's forms with the portal's labels, and the changes that close the attacks of issue "sign-up and sign-in":
 
-- :class:`SignUpForm`: a sign-up for an address whose account was never confirmed replaces that account (and
-  its password) instead of keeping it, so a stranger who signed up first with the owner's address cannot keep a
-  password that works once the owner confirms (account pre-hijacking). An address with a confirmed account gets
-  the same answer as a new one and a mail to its owner (allauth's enumeration prevention); the password typed
-  is hashed all the same, so the answer takes as long.
+- :class:`SignUpForm`: a sign-up for an address whose account was never confirmed makes another unconfirmed
+  account beside it; the first to type the mailed code keeps the address and the others are deleted with their
+  passwords (users.adapter.confirm_email). So a stranger who signed up first with the owner's address cannot keep
+  a password that works once the owner confirms (account pre-hijacking), and a stranger who signs up after the
+  owner cannot undo the owner's sign-up. An address with a confirmed account gets the same answer as a new one
+  and a mail to its owner (allauth's enumeration prevention); the password typed is hashed all the same, so the
+  answer takes as long.
+- :class:`SignInForm`: an account without any e-mail address (made by a command) is refused with a sentence
+  saying why, instead of being sent to a confirmation page with nothing to confirm (a redirect loop).
 - :class:`ReauthenticateForm` and :class:`ChangePasswordForm`: the password typed goes through the adapter's
   authenticate(), so wrong ones count towards the sign-in limit (allauth's password change checks the old
   password without counting it).
@@ -14,11 +18,12 @@ from __future__ import annotations
 
 from allauth.account import forms as allauth_forms
 from allauth.account.adapter import get_adapter
+from allauth.account.internal.flows.manage_email import email_already_exists
 from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.hashers import make_password
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator
-from django.db import transaction
 from django.utils.translation import gettext_lazy as _
 
 User = get_user_model()
@@ -66,10 +71,22 @@ class SignInForm(allauth_forms.LoginForm):
         self.fields["password"].widget.attrs.pop("placeholder", None)
         self.fields["password"].help_text = ""
 
+    def clean(self):
+        cleaned_data = super().clean()
+        user = getattr(self, "user", None)
+        if user is not None and not user.email and not EmailAddress.objects.filter(user=user).exists():
+            # Nothing to confirm: with mandatory confirmation allauth would send the browser to the confirmation
+            # page, which has no code to ask for and sends it back here, round and round. The admin's add form
+            # asks for an address (users.admin); an account made without one (a command) is refused plainly.
+            raise ValidationError(
+                _("This account has no e-mail address, so it cannot sign in. Ask an administrator to add one."),
+                code="no_address",
+            )
+        return cleaned_data
+
 
 class SignUpForm(allauth_forms.SignupForm):
     def __init__(self, *args, **kwargs):
-        self.pending: list = []
         super().__init__(*args, **kwargs)
         email = self.fields["email"]
         email.label = _("E-mail address")
@@ -83,10 +100,8 @@ class SignUpForm(allauth_forms.SignupForm):
             self.fields[name].widget.attrs.pop("placeholder", None)
 
     def validate_unique_email(self, value: str) -> str:
-        pending = pending_sign_ups(value)
-        if pending:
-            self.pending = pending  # replaced in save(): this sign-up is treated as the first one
-            return get_adapter().validate_unique_email(value)
+        if pending_sign_ups(value):
+            return get_adapter().validate_unique_email(value)  # one more unconfirmed account beside those
         return super().validate_unique_email(value)
 
     def try_save(self, request):
@@ -94,12 +109,16 @@ class SignUpForm(allauth_forms.SignupForm):
             make_password(self.cleaned_data.get("password1"))  # the hashing work of a new account: same time
         return super().try_save(request)
 
-    def save(self, request):
-        with transaction.atomic():
-            for user in self.pending:
-                # Its confirmation codes die with it (they name the account), and so does its password.
-                user.delete()
-            return super().save(request)
+
+class ConfirmEmailCodeForm(allauth_forms.ConfirmEmailVerificationCodeForm):
+    """The mailed code of a sign-up. allauth refuses a right code when another account has the address; other
+    unconfirmed sign-ups of it do not count (the first to confirm keeps it: users.adapter.confirm_email)."""
+
+    def clean_code(self) -> str:
+        code = allauth_forms.BaseConfirmCodeForm.clean_code(self)
+        if code and not pending_sign_ups(self.email):
+            email_already_exists(user=self.user, email=self.email, always_raise=True)
+        return code
 
 
 class ReauthenticateForm(allauth_forms.ReauthenticateForm):

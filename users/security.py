@@ -346,8 +346,10 @@ def get_owned_or_404(
 #: Set in the session when the user proved a second factor: at sign-in (allauth.mfa's code or key) or by
 #: enrolling one just now.
 SECOND_FACTOR_KEY = "users.second_factor_at"
-#: What a staff user without a second factor may still open: enrolling one (and allauth's password-again page,
-#: which enrolling may ask for), signing out, the language.
+#: Set in the session when its staff user opened their invitation link (users.services): who and when.
+ENROLMENT_GRANT_KEY = "users.second_factor_invitation"
+#: What a staff user who opened an invitation link may open before they have a second factor: enrolling one
+#: (and allauth's password-again page, which enrolling may ask for).
 ENROLMENT_VIEWS = frozenset(
     {
         "mfa_index",
@@ -357,9 +359,12 @@ ENROLMENT_VIEWS = frozenset(
         "mfa_generate_recovery_codes",
         "mfa_download_recovery_codes",
         "account_reauthenticate",
-        "account_logout",
-        "set_language",
     }
+)
+#: What a staff user without a second factor may open at any time: the invitation link, the page saying they
+#: need one, signing out, the language.
+WITHOUT_FACTOR_VIEWS = frozenset(
+    {"staff_invitation", "second_factor_needed", "account_logout", "logout", "set_language"}
 )
 
 
@@ -375,6 +380,28 @@ def has_second_factor(user: Any) -> bool:
 
 def session_mark_second_factor(request: HttpRequest) -> None:
     _write_time(request, SECOND_FACTOR_KEY, now())
+
+
+def session_grant_enrolment(request: HttpRequest) -> None:
+    """The signed-in user has just used their invitation: this session may enrol a second factor for
+    STAFF_ENROLMENT_WINDOW."""
+    request.session[ENROLMENT_GRANT_KEY] = {"user": str(request.user.pk), "at": now().astimezone(UTC).isoformat()}
+
+
+def session_may_enrol(request: HttpRequest) -> bool:
+    """True while this session's invitation (opened by the signed-in user) is younger than
+    STAFF_ENROLMENT_WINDOW."""
+    grant = request.session.get(ENROLMENT_GRANT_KEY)
+    if not isinstance(grant, dict) or grant.get("user") != str(request.user.pk):
+        return False
+    try:
+        moment = datetime.fromisoformat(grant.get("at", ""))
+    except (TypeError, ValueError):
+        return False
+    if not timezone.is_aware(moment):
+        return False
+    age = now() - moment
+    return -CLOCK_SKEW <= age <= settings.STAFF_ENROLMENT_WINDOW
 
 
 def session_used_second_factor(request: HttpRequest) -> bool:
@@ -394,8 +421,10 @@ class StaffSecondFactorMiddleware:
     """Staff (``is_staff`` or superuser) use the portal only with a second factor (install after
     MessageMiddleware).
 
-    - Without an authenticator app or a security key, every page but enrolling one sends them to enrol
-      (allauth.mfa's page), with a message saying why; recovery codes are made with the first factor.
+    - Without an authenticator app or a security key, every page sends them to the page saying so
+      (``second_factor_needed``): a password alone never enrols one. The link of a superuser's invitation,
+      mailed to their confirmed address and opened while signed in, lets this session enrol one (allauth.mfa's
+      pages) for a while; recovery codes are made with the first factor.
     - With one, the session must have been signed in with it (allauth.mfa asks for it at sign-in) or have
       enrolled it: a session that skipped it (signed in elsewhere before enrolling, or by any path that did not
       ask) is signed out and sent to sign in again.
@@ -408,6 +437,7 @@ class StaffSecondFactorMiddleware:
         response = self.get_response(request)
         if getattr(request, "second_factor_enrolling", False) and has_second_factor(request.user):
             session_mark_second_factor(request)  # proved the new factor to enrol it (allauth checks the code)
+            request.session.pop(ENROLMENT_GRANT_KEY, None)  # the invitation has done its work
         return response
 
     def process_view(self, request: HttpRequest, view_func: View, view_args: Any, view_kwargs: Any):
@@ -417,6 +447,12 @@ class StaffSecondFactorMiddleware:
         match = getattr(request, "resolver_match", None)
         name = match.view_name if match is not None else ""
         if not has_second_factor(user):
+            if name in WITHOUT_FACTOR_VIEWS:
+                return None
+            if not session_may_enrol(request):
+                response = redirect("second_factor_needed")
+                add_never_cache_headers(response)
+                return response
             if name in ENROLMENT_VIEWS:
                 request.second_factor_enrolling = True
                 return None
@@ -430,7 +466,7 @@ class StaffSecondFactorMiddleware:
             response = redirect("mfa_index")
             add_never_cache_headers(response)
             return response
-        if session_used_second_factor(request) or name in {"account_logout", "set_language"}:
+        if session_used_second_factor(request) or name in {"account_logout", "logout", "set_language"}:
             return None
         path = request.get_full_path()
         logout(request)

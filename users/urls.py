@@ -29,6 +29,7 @@ VIEWS = {
     "account_login": views.SignInView.as_view(),
     "account_logout": views.SignOutView.as_view(),
     "account_signup": views.SignUpView.as_view(),
+    "account_email_verification_sent": views.ConfirmEmailCodeView.as_view(),
     "account_reauthenticate": views.ReauthenticateView.as_view(),
     "account_change_password": views.PasswordChangeView.as_view(),
 }
@@ -52,6 +53,8 @@ def _account_patterns() -> list[URLPattern]:
 
 urlpatterns = [
     path("auth/", include(_account_patterns())),
+    path("auth/2fa/invitation/", views.second_factor_needed, name="second_factor_needed"),
+    path("auth/2fa/invitation/<str:token>/", views.staff_invitation, name="staff_invitation"),
     path("auth/2fa/", include("allauth.mfa.urls")),
     path("account/", views.account, name="account"),
     path("auth/stay-signed-in/", views.keep_alive, name="session-keep-alive"),

@@ -6,7 +6,9 @@ portal's pages around them. Here only what the portal adds:
 - the password-again page before a payment records the moment for ``users.security.require_recent_authentication``
   and is itself a sensitive page (idle timeout);
 - "My account", and the password change as a sensitive page;
-- "Stay signed in" of the warning a minute before the idle sign-out (``session_keep_alive``).
+- "Stay signed in" of the warning a minute before the idle sign-out (``session_keep_alive``);
+- a staff user's invitation link to enrol a second factor, and the page saying they need one
+  (users.services, users.security.StaffSecondFactorMiddleware).
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from __future__ import annotations
 import math
 
 from allauth.account import views as allauth_views
+from allauth.account.adapter import get_adapter
 from allauth.account.internal.flows.reauthentication import did_recently_reauthenticate
+from allauth.core.ratelimit import respond_429
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.views import redirect_to_login
 from django.forms import Form
@@ -23,17 +28,23 @@ from django.http import HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_POST
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods, require_POST
 
 from users.security import (
     SensitivePageMixin,
+    has_second_factor,
     idle_warning_seconds,
     is_recently_authenticated,
+    needs_second_factor,
     sensitive_page,
+    session_grant_enrolment,
     session_is_idle_expired,
     session_keep_alive,
     session_mark_reauthenticated,
 )
+from users.selectors import staff_invitation_usable
+from users.services import InvitationInvalid, staff_invitation_accept
 
 LOCKED_OUT = "too_many_login_attempts"
 
@@ -65,7 +76,24 @@ class SignOutView(allauth_views.LogoutView):
 
 
 class SignUpView(allauth_views.SignupView):
-    pass
+    def form_valid(self, form):
+        # The mail limit of one address from one client (users.adapter), counted here for every sign-up: an
+        # address with an account gets the same answer as one without.
+        if not get_adapter().consume_code_mail(self.request, form.cleaned_data["email"]):
+            return respond_429(self.request)
+        return super().form_valid(form)
+
+
+class ConfirmEmailCodeView(allauth_views.ConfirmEmailVerificationCodeView):
+    """The page that asks for the mailed code; "Send a new code" is counted like a sign-up (users.adapter), so
+    the owner of an address can ask for one whatever strangers did elsewhere with it."""
+
+    def _resend_form_valid(self, form):
+        adapter = get_adapter()
+        if not adapter.consume_code_mail(self.request, self._process.email):
+            adapter.add_message(self.request, messages.ERROR, message=adapter.error_messages["rate_limited"])
+            return HttpResponseRedirect(self.passthrough_next_url(reverse("account_email_verification_sent")))
+        return super()._resend_form_valid(form)
 
 
 class ReauthenticateView(LockoutMixin, SensitivePageMixin, allauth_views.ReauthenticateView):
@@ -126,3 +154,33 @@ def _safe_next(request) -> str:
     if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=False):
         return target
     return reverse("home")
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def staff_invitation(request, token: str):
+    """The link of a staff user's invitation to enrol a second factor. It asks them to sign in first (``next``
+    brings them back); GET shows a button (a mail scanner that fetches the link uses nothing up), POST uses the
+    invitation up and lets this session enrol. A used, expired, revoked or another user's link: one answer."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path(), login_url=reverse("login"))
+    if request.method == "POST":
+        try:
+            staff_invitation_accept(user=request.user, token=token)
+        except InvitationInvalid:
+            return render(request, "users/staff_invitation_invalid.html", status=404)
+        session_grant_enrolment(request)
+        return HttpResponseRedirect(reverse("mfa_index"))
+    if staff_invitation_usable(user=request.user, token=token) is None:
+        return render(request, "users/staff_invitation_invalid.html", status=404)
+    return render(request, "users/staff_invitation.html", {"has_second_factor": has_second_factor(request.user)})
+
+
+@never_cache
+def second_factor_needed(request):
+    """Where a staff user without a second factor is sent: how to get one (an administrator's invitation)."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(request.get_full_path(), login_url=reverse("login"))
+    if not needs_second_factor(request.user) or has_second_factor(request.user):
+        return HttpResponseRedirect(reverse("home"))
+    return render(request, "users/second_factor_needed.html")

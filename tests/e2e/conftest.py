@@ -26,10 +26,11 @@ Helpers (stable signatures; keyword-only after the first arguments):
   through the pages leaves them (staff without one are sent to enrol at their first sign-in).
 * ``new_totp_secret() -> str``, ``totp_code(secret) -> str``: from tests/second_factor.py (a fresh authenticator
   secret; the app's code of now, never the same code twice for one secret: the portal takes each code once).
-* ``enrol_totp(page, product, *, password, on_screen=None) -> str``: a signed-in staff user without a second
-  factor sets up an authenticator app through the portal's pages (from wherever the portal sent them: it sends
-  them to ``/auth/2fa/``): the app's page shows the secret, the code is typed, the recovery codes are shown.
-  Returns the secret. ``on_screen(page, step)``: called on each page ("index", "password-again", "activate",
+* ``enrol_totp(page, product, *, email, password, on_screen=None) -> str``: a signed-in staff user without a
+  second factor sets up an authenticator app through the portal's pages: the portal says one is needed
+  (``/auth/2fa/invitation/``), a superuser's invitation is mailed (``manage.py staff_invite``), its link is opened
+  and used, the app's page shows the secret, the code is typed, the recovery codes are shown. Returns the secret.
+  ``on_screen(page, step)``: called on each page ("needed", "invitation", "index", "password-again", "activate",
   "recovery-codes").
 * ``sign_up(page, product, *, email, password, on_screen=None) -> None``: the sign-up page, then the code of the
   mail typed on the page that asks for it; the browser is then signed in. ``on_screen(page, step)``: called on
@@ -258,16 +259,36 @@ result = user.pk
 
 
 def enrol_totp(
-    page, product: Product, *, password: str, on_screen: Callable[[Any, str], None] | None = None
+    page,
+    product: Product,
+    *,
+    email: str,
+    password: str,
+    on_screen: Callable[[Any, str], None] | None = None,
 ) -> str:
-    """A signed-in staff user without a second factor sets up an authenticator app through the pages; returns its
-    secret (read from the page, as a person would type it into the app). ``on_screen(page, step)`` is called on
-    each page ("index": the portal's demand and the choice of factors, "password-again": allauth asks for it before
-    a change of factors, "activate": the secret and the code field, "recovery-codes": the codes made with the first
-    factor)."""
+    """A signed-in staff user without a second factor sets up an authenticator app through the pages, with the
+    invitation a superuser mailed them (a password alone enrols nothing); returns its secret (read from the page,
+    as a person would type it into the app). ``on_screen(page, step)`` is called on each page ("needed": the
+    portal's demand, "invitation": the mailed link's page, "index": the choice of factors, "password-again":
+    allauth asks for it before a change of factors, "activate": the secret and the code field, "recovery-codes":
+    the codes made with the first factor)."""
     screen = on_screen or (lambda page, step: None)
     page.goto(f"{product.portal_url}/")
-    page.wait_for_url(re.compile(r"/auth/2fa/$"))  # staff without a second factor are sent to enrol
+    page.wait_for_url(re.compile(r"/auth/2fa/invitation/$"))  # staff without a second factor are told so
+    screen(page, "needed")
+    product.django(
+        """
+from django.core.management import call_command
+call_command("staff_invite", params["email"])
+result = None
+""",
+        email=email,
+    )
+    link = mail_link(product, to=email, pattern=r"(https?://\S+/auth/2fa/invitation/[\w-]+/)")
+    page.goto(link)
+    screen(page, "invitation")
+    page.locator("main").get_by_role("button", name="Continue").click()
+    page.wait_for_url(re.compile(r"/auth/2fa/$"))
     screen(page, "index")
     page.locator("main").get_by_role("link", name="Activate").click()
     page.wait_for_url(re.compile(r"/auth/(2fa/totp/activate|confirm-password)/"))

@@ -1,5 +1,6 @@
 """The staff journeys of issue #9 in chromium against the running product (tests/e2e/conftest.py): an operator
-who first sets up the second factor through the pages (an authenticator app, its recovery codes) and signs in
+who first sets up the second factor through the pages, with the link of a mailed invitation (an authenticator
+app, its recovery codes; the password alone enrols nothing) and signs in
 again with its code, then uses the Django admin (a connection, the bank-call audit log with a filter, the staff
 dashboard); a support user who may look but not change, and the sandbox admin (the customer list with both
 toggles, a new customer, and the bank's own words when it refuses a form), both with an authenticator app made
@@ -66,7 +67,7 @@ def test_operator_uses_the_admin_audit_log_and_dashboard(page, product, customer
         shot(page, f"staff-admin-0-second-factor-{step}")
         axe_check(page)
 
-    secret = enrol_totp(page, product, password=PASSWORD, on_screen=enrolling)
+    secret = enrol_totp(page, product, email=email, password=PASSWORD, on_screen=enrolling)
     # From now on the password alone signs nobody in: the sign-in asks for the app's code.
     page.locator("header").get_by_role("button", name="Sign out").click()
     page.wait_for_selector("header a:has-text('Sign in')")

@@ -127,6 +127,7 @@ PREFIX_PARAMETERS: dict[str, Parameters] = {
 # wrong token (the "invalid link" page); their valid-token path is tested with the feature.
 URL_PARAMETERS: dict[str, Parameters] = {
     "account_reset_password_from_key": _one(lambda w: {"uidb36": "1", "key": "cr8a1b-0123456789abcdef"}),
+    "staff_invitation": _one(lambda w: {"token": "Zm9yZ2VkLXRva2VuLXRoYXQtd2FzLW5ldmVyLWlzc3VlZC0x"}),
     # The admin: one app index per app with models in the admin; object pages come from _admin_model.
     "admin:app_list": Parameters(
         lambda w: [{"app_label": label} for label in sorted({m._meta.app_label for m in admin.site._registry})]

@@ -78,6 +78,7 @@ def one_of_each(user) -> None:
     from tests.payments.payment_factories import PaymentFactory, status_event
     from tests.staff.fixtures import bank_call
     from tpp_portal.models import CertificateCheck
+    from users.models import StaffInvitation
 
     account = BankAccountFactory(connection__user=user)
     now = timezone.now()
@@ -105,6 +106,7 @@ def one_of_each(user) -> None:
     bank_call(obj=payment, user=user)
     make_rate("USD", "10.20")
     CertificateCheck.objects.create(name="bank_tls", source="bank.example:443", not_after=now, checked_at=now)
+    StaffInvitation.objects.create(user=user, token_hash="c" * 64, created_at=now, expires_at=now)
 
 
 def test_support_reads_every_portal_page_and_changes_none(support_client, alice):

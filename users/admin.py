@@ -1,0 +1,104 @@
+"""The admin's users: the "Add user" form asks for the e-mail address, and superusers mail staff an invitation
+to enrol a second factor (users.services).
+
+An account made here has the typed address confirmed (users.signals): staff sign in with it or the username,
+and the enrolment link goes to it. Without one the sign-in had nothing to confirm and sent the browser between
+the sign-in and the confirmation page until it gave up; the form therefore refuses to make an account without one.
+Operators' pages: labels are English only.
+"""
+
+from __future__ import annotations
+
+from allauth.account.models import EmailAddress
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import AdminUserCreationForm
+
+from users.models import StaffInvitation
+from users.selectors import confirmed_address
+from users.services import InvitationRefused, staff_invitation_create
+
+User = get_user_model()
+#: Users one action invites at most (each is a mail).
+INVITE_LIMIT = 20
+
+
+class UserCreationWithAddressForm(AdminUserCreationForm):
+    email = forms.EmailField(
+        label="Email address",
+        max_length=254,
+        help_text="Required. Counts as confirmed: staff sign in with it and get their second-factor link there.",
+    )
+
+    class Meta(AdminUserCreationForm.Meta):
+        fields = ("username", "email")
+
+    def clean_email(self) -> str:
+        email = self.cleaned_data["email"].strip().lower()
+        taken = User.objects.filter(email__iexact=email).exists()
+        if taken or EmailAddress.objects.filter(email__iexact=email).exists():
+            raise forms.ValidationError("Another account has this e-mail address.", code="unique")
+        return email
+
+
+admin.site.unregister(User)
+
+
+@admin.register(User)
+class PortalUserAdmin(UserAdmin):
+    add_form = UserCreationWithAddressForm
+    add_fieldsets = (
+        (
+            None,
+            {
+                "classes": ("wide",),
+                "fields": ("username", "email", "usable_password", "password1", "password2"),
+            },
+        ),
+    )
+    actions = ["invite_second_factor"]
+
+    def has_invite_permission(self, request) -> bool:
+        return request.user.is_superuser
+
+    @admin.action(description="Mail a second-factor enrolment link", permissions=["invite"])
+    def invite_second_factor(self, request, queryset) -> None:
+        chosen = list(queryset.order_by("username")[: INVITE_LIMIT + 1])
+        if len(chosen) > INVITE_LIMIT:
+            self.message_user(request, f"Choose at most {INVITE_LIMIT} users at a time.", messages.ERROR)
+            return
+        for user in chosen:
+            try:
+                invitation = staff_invitation_create(user=user, invited_by=request.user)
+            except InvitationRefused as exc:
+                self.message_user(request, f"Not invited: {exc}.", messages.ERROR)
+                continue
+            self.log_change(request, user, "Mailed a second-factor enrolment link.")
+            self.message_user(
+                request,
+                f"Mailed {user.get_username()} a second-factor enrolment link at {confirmed_address(user)}; "
+                f"it works once, until {invitation.expires_at:%Y-%m-%d %H:%M} UTC.",
+                messages.SUCCESS,
+            )
+
+
+@admin.register(StaffInvitation)
+class StaffInvitationAdmin(admin.ModelAdmin):
+    """Who was invited, by whom, and whether the link was used (the link itself is not kept); the roles view it,
+    nobody changes it."""
+
+    list_display = ("user", "invited_by", "created_at", "expires_at", "used_at")
+    list_filter = ("used_at",)
+    fields = ("user", "invited_by", "created_at", "expires_at", "used_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
