@@ -12,7 +12,7 @@ except ImproperlyConfigured as exc:
     sys.stderr.writelines(f"configuration error: {line}\n" for line in str(exc).splitlines())
     sys.exit(4)
 
-from bank_simulator.pis.lost_answers import LostAnswerMiddleware  # noqa: E402 - needs Django set up
+from bank_simulator.pis.lost_answers import LostAnswerMiddleware
 
 # Loses the payment initiation answers BANK_SIM_DROP_PAYMENT_ANSWER (or the sandbox) marks; passes the rest.
 application = LostAnswerMiddleware(django_application)
