@@ -51,6 +51,7 @@ class StubBank:
     def __init__(self) -> None:
         self.initiations: list[dict] = []
         self.authorisations: list[dict] = []
+        self.confirmations: list = []
         self.raise_on_initiate: list[Exception] = []
         self.made = 0
         self.answer: dict = {}  # replaces fields of the initiation answer (transactionStatus, scaStatus, _links)
@@ -58,6 +59,16 @@ class StubBank:
     @property
     def payments(self):  # the client's payments service
         return self
+
+    @property
+    def consents(self):  # the client's consents service: the callback's confirmation read
+        return self
+
+    def agreements(self, *, psu):
+        """GET /v1/agreements in the SCA's session: the bank answers for the PSU who completed it (every PSU-ID
+        here); no agreements (private)."""
+        self.confirmations.append(psu)
+        return []
 
     def initiate(self, body, **kwargs):
         self.initiations.append({"body": body, **kwargs})
@@ -90,6 +101,7 @@ def bank(monkeypatch) -> StubBank:
     stub = StubBank()
     for module in (initiation, authorisation_module):
         monkeypatch.setattr(module, "bank_client", lambda: stub)
+    monkeypatch.setattr("connections.services.bank_client", lambda: stub)
     return stub
 
 

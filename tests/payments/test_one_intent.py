@@ -19,6 +19,7 @@ def bank(monkeypatch) -> StubBank:
     stub = StubBank()
     for module in (initiation, authorisation_module):
         monkeypatch.setattr(module, "bank_client", lambda: stub)
+    monkeypatch.setattr("connections.services.bank_client", lambda: stub)
     return stub
 
 
