@@ -14,6 +14,7 @@ import uuid
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
@@ -450,7 +451,18 @@ def payment_reconcile(request, pk):
         elif not outcome.attempted:
             messages.info(request, _("The payment is being checked with the bank right now."))
         return redirect("payment-reconcile", payment.pk)
-    return render(request, "payments/reconcile.html", {"payment": payment})
+    return render(request, "payments/reconcile.html", {"payment": payment, "check_after": _check_after(payment)})
+
+
+def _check_after(payment: Payment) -> int | None:
+    """In how many seconds the reconcile page checks by itself (the payer is on it): inside the replay window
+    only, after the backoff or the bank's Retry-After; None: it does not."""
+    now = timezone.now()
+    if payment.state != PaymentState.OUTCOME_UNKNOWN or not initiation.replay_allowed(payment, now):
+        return None
+    if payment.replay_not_before is None or payment.replay_not_before <= now:
+        return 0
+    return int((payment.replay_not_before - now).total_seconds()) + 1
 
 
 # --- the redirect back from the bank (handlers of the SCA purpose "payment", registered in PaymentsConfig) ---

@@ -182,3 +182,28 @@ def test_pay_it_again_is_offered_only_when_every_payment_alike_is_final_and_name
     page = alice_client.get(f"/payments/{refused.pk}/edit/")
     assert page.context["offer_duplicate"] and page.context["duplicates"] == open_one
     assert "FPOPEN0001" in page.content.decode() and 'name="allow_logical_duplicate"' in page.content.decode()
+
+
+def test_the_checking_page_checks_by_itself_only_inside_the_replay_window(
+    alice, alice_client, connection, settings
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    payment = _draft(alice, connection)
+    now = timezone.now()
+    Payment.objects.filter(pk=payment.pk).update(state=PaymentState.OUTCOME_UNKNOWN, submitted_at=now)
+
+    page = alice_client.get(f"/payments/{payment.pk}/reconcile/").content.decode()
+    assert 'data-check-after="0"' in page and "js/payment_reconcile.js" in page
+
+    Payment.objects.filter(pk=payment.pk).update(replay_not_before=now + timedelta(seconds=30))
+    later = alice_client.get(f"/payments/{payment.pk}/reconcile/")
+    assert 25 < later.context["check_after"] <= 31
+
+    Payment.objects.filter(pk=payment.pk).update(
+        submitted_at=now - settings.PAYMENT_REPLAY_WINDOW - timedelta(seconds=1)
+    )
+    past = alice_client.get(f"/payments/{payment.pk}/reconcile/").content.decode()
+    assert "data-check-after" not in past
