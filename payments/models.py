@@ -352,6 +352,11 @@ class PaymentAuthorisation(models.Model):
         on_delete=models.SET_NULL,
         related_name="+",
     )
+    # The bank's authorisation (startAuthorisation's answer): its id and scaStatus link, read by the status polls
+    # while the signer approves in the bank's app (no redirect back comes then).
+    authorisation_id = models.CharField("authorisationId", max_length=200, blank=True)
+    sca_status_href = models.CharField("scaStatus link", max_length=1000, blank=True)
+    sca_status = models.CharField("scaStatus", max_length=40, blank=True)
     started_at = models.DateTimeField("started", default=timezone.now)
     completed_at = models.DateTimeField("signed", null=True, blank=True)
     failed_at = models.DateTimeField("failed", null=True, blank=True)

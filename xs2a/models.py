@@ -527,6 +527,31 @@ class AuthorisationResponse:
 
 
 @dataclass(frozen=True)
+class ScaStatusResponse:
+    """The answer to a GET on an authorisation's scaStatus link: where that SCA stands (received, started,
+    finalised, failed, exempted ...)."""
+
+    sca_status: str | None = None
+    psu_message: str | None = None
+    tpp_messages: list[TppMessage] = field(default_factory=list)
+    links: dict[str, Link] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "scaStatus") -> ScaStatusResponse:
+        f = _Fields(data, where)
+        return cls(
+            sca_status=f.str("scaStatus"),
+            psu_message=f.str("psuMessage"),
+            tpp_messages=f.tpp_messages(),
+            links=f.links(),
+            extra=f.extra(),
+            unread=f.unread,
+        )
+
+
+@dataclass(frozen=True)
 class PaymentStatus:
     """The payment status read (spec 3): transactionStatus, and fundsAvailable for the ACCP case."""
 

@@ -184,8 +184,14 @@ def authorisation_start(
             raise AuthorisationNotStarted(text) from error
         started = timezone.now()
         first_poll = started + settings.PAYMENT_POLL_MIN_INTERVAL
+        sca_link = answer.links.get("scaStatus")
         with transaction.atomic():
             flush_audit()
+            PaymentAuthorisation.objects.filter(pk=authorisation.pk).update(
+                authorisation_id=(answer.authorisation_id or "")[:200],
+                sca_status_href=(sca_link.href if sca_link is not None else "")[:1000],
+                sca_status=(answer.sca_status or "")[:40],
+            )
             moved = payment_move(
                 payment.pk, source=PaymentState.INITIATED, target=PaymentState.AUTHORISING, updated_at=started
             )

@@ -45,6 +45,7 @@ from django.utils.translation import gettext as _
 from payments.models import (
     FINAL_TRANSACTION_STATUSES,
     Payment,
+    PaymentAuthorisation,
     PaymentEvent,
     PaymentEventKind,
     PaymentProduct,
@@ -257,9 +258,73 @@ def payment_poll(*, payment_id: int, now: datetime | None = None, actor=None) ->
             return PollOutcome(
                 ok=True, message=_("There is nothing to check."), status=payment.transaction_status, skipped=True
             )
+        _read_open_approvals(payment, now=now, actor=actor)
         return _poll(payment, token=token, now=now, actor=actor, started=started)
     finally:
         lease_release(payment_id=payment_id, token=token)
+
+
+#: scaStatus values that end an SCA (Berlin Group).
+SCA_DONE_STATUSES = frozenset({"finalised", "exempted"})
+SCA_FAILED_STATUSES = frozenset({"failed"})
+#: At most this many open approvals are read per poll (a corporate payment's signers).
+OPEN_APPROVALS_READ = 3
+
+
+def _read_open_approvals(payment: Payment, *, now: datetime, actor) -> None:
+    """The scaStatus of the payment's approvals still open at the bank (a signer approving in the bank's app gets
+    no redirect back): ``finalised`` counts the signature, ``failed`` ends that approval. The bank's word, read
+    with the poller's lease held; a failed read changes nothing (the next poll reads again)."""
+    window_start = now - settings.PAYMENT_POLL_SIGNERS_WINDOW
+    open_ones = list(
+        PaymentAuthorisation.objects.filter(
+            payment=payment, completed_at__isnull=True, failed_at__isnull=True, started_at__gte=window_start
+        )
+        .exclude(sca_status_href="", authorisation_id="")
+        .order_by("started_at", "id")[:OPEN_APPROVALS_READ]
+    )
+    for authorisation in open_ones:
+        try:
+            with bank_audit_context(user=actor, obj=payment):
+                answer = bank_client().payments.authorisation_status(
+                    href=authorisation.sca_status_href or None,
+                    payment_id=payment.payment_id,
+                    authorisation_id=authorisation.authorisation_id or None,
+                    product=payment.product,
+                )
+        except Xs2aError as error:
+            logger.info(
+                "approval status not read", extra={"payment_id": payment.pk, "error": type(error).__name__}
+            )
+            continue
+        sca_status = (answer.sca_status or "").strip().lower()
+        with transaction.atomic():
+            fields = {"sca_status": sca_status[:40]}
+            if sca_status in SCA_DONE_STATUSES:
+                fields.update(completed_at=now, failed_at=None, failure="")
+            elif sca_status in SCA_FAILED_STATUSES:
+                fields.update(failed_at=now, failure=(answer.psu_message or sca_status)[:512])
+            changed = PaymentAuthorisation.objects.filter(
+                pk=authorisation.pk, completed_at__isnull=True, failed_at__isnull=True
+            ).update(**fields)
+            if changed and sca_status in SCA_DONE_STATUSES:
+                PaymentEvent.objects.create(
+                    payment=payment,
+                    at=now,
+                    kind=PaymentEventKind.SCA_DONE
+                    if authorisation.signer_id == payment.user_id
+                    else PaymentEventKind.SIGNATURE,
+                    actor_id=authorisation.signer_id,
+                    detail=_("Approved in the bank's app."),
+                )
+            elif changed and sca_status in SCA_FAILED_STATUSES:
+                PaymentEvent.objects.create(
+                    payment=payment,
+                    at=now,
+                    kind=PaymentEventKind.SCA_FAILED,
+                    actor_id=authorisation.signer_id,
+                    detail=_("The approval in the bank's app failed or was refused."),
+                )
 
 
 def _poll(payment: Payment, *, token: str, now: datetime, actor, started: datetime) -> PollOutcome:

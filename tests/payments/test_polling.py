@@ -17,7 +17,7 @@ from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentProd
 from payments.services import polling
 from tests.payments.payment_factories import PaymentFactory, status_event
 from xs2a.errors import AccessExceededError, ResourceUnknownError, ServerError, TppMessage
-from xs2a.models import PaymentCancellationResponse, PaymentStatus
+from xs2a.models import PaymentCancellationResponse, PaymentStatus, ScaStatusResponse
 
 
 class FakeBank:
@@ -34,6 +34,15 @@ class FakeBank:
         self.lock = threading.Lock()
         self.deletes: list[dict] = []
         self.delete_answer: object = PaymentCancellationResponse()
+        self.sca_statuses: list[str] = []  # answers of authorisation_status, in order
+        self.sca_reads: list[dict] = []
+
+    def authorisation_status(self, **kwargs):
+        self.sca_reads.append(kwargs)
+        answer = self.sca_statuses.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return ScaStatusResponse(sca_status=answer)
 
     @property
     def payments(self):  # the client's payments service
@@ -627,3 +636,54 @@ def test_starting_an_approval_plans_the_first_status_read(alice, monkeypatch):
         <= payment.next_poll_at
         <= timezone.now() + settings.PAYMENT_POLL_MIN_INTERVAL
     )
+
+
+# --- approvals in the bank's app: the authorisation's scaStatus --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sca_status", "kind", "signed"),
+    [("finalised", PaymentEventKind.SCA_DONE, True), ("failed", PaymentEventKind.SCA_FAILED, False)],
+)
+def test_an_approval_in_the_app_is_read_from_its_sca_status(alice, bank, sca_status, kind, signed):
+    from payments.models import PaymentAuthorisation
+
+    payment = PaymentFactory(user=alice, transaction_status="RCVD", state=PaymentState.AUTHORISING)
+    approval = PaymentAuthorisation.objects.create(
+        payment=payment,
+        signer=alice,
+        started_at=timezone.now(),
+        authorisation_id="auth-1",
+        sca_status_href="/v1/payments/p/x/authorisations/auth-1",
+    )
+    bank.sca_statuses = ["started", sca_status]
+    bank.answers = [status("RCVD")]
+
+    polling.payment_poll(payment_id=payment.pk)  # still started: nothing recorded
+    approval.refresh_from_db()
+    assert approval.sca_status == "started" and approval.completed_at is None and approval.failed_at is None
+
+    polling.payment_poll(payment_id=payment.pk)
+
+    approval.refresh_from_db()
+    assert (approval.completed_at is not None) is signed and (approval.failed_at is not None) is not signed
+    assert payment.events.filter(kind=kind, actor=alice).count() == 1
+    assert bank.sca_reads[-1]["href"] == "/v1/payments/p/x/authorisations/auth-1"
+    polling.payment_poll(payment_id=payment.pk)  # ended: not read again
+    assert len(bank.sca_reads) == 2
+
+
+def test_an_approval_read_that_fails_changes_nothing(alice, bank):
+    from payments.models import PaymentAuthorisation
+
+    payment = PaymentFactory(user=alice, transaction_status="RCVD", state=PaymentState.AUTHORISING)
+    approval = PaymentAuthorisation.objects.create(
+        payment=payment, signer=alice, started_at=timezone.now(), authorisation_id="auth-1"
+    )
+    bank.sca_statuses = [ServerError("down", status=503)]
+    bank.answers = [status("RCVD")]
+
+    outcome = polling.payment_poll(payment_id=payment.pk)
+
+    approval.refresh_from_db()
+    assert outcome.status == "RCVD" and approval.completed_at is None and approval.failed_at is None

@@ -204,3 +204,65 @@ def test_an_initiation_answer_already_approved_goes_to_status_polling(at_initiat
     assert payment.transaction_status == "PDNG" and "scaRedirect" not in payment.links
     assert _calls(payment, INITIATIONS) == 1 and _calls(payment, START_AUTHORISATION) == 0
     _assert_exempted_and_polled_to_the_end(alice_client, payment, sent)
+
+
+# --- BANK_SIM_SCA_APPROACH=decoupled: the approval in the bank's app ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def decoupled_bank(tmp_path_factory) -> Iterator[str]:
+    """The sandbox bank approving payments in its app (no scaRedirect), ACTC before SCA, ACCC at the end."""
+    settings = {
+        "BANK_SIM_SCA_APPROACH": "decoupled",
+        "BANK_SIM_STATUS_BEFORE_SCA": "ACTC",
+        "BANK_SIM_CREDIT_FINAL": "ACCC",
+    }
+    with running_bank(tmp_path_factory.mktemp("bank-decoupled"), workers=1, settings=settings) as bank:
+        yield bank.base_url
+
+
+@pytest.fixture
+def decoupled(decoupled_bank, settings) -> Iterator[str]:
+    yield _use(settings, decoupled_bank)
+    bank_client.cache_clear()
+
+
+def test_an_approval_in_the_banks_app_is_followed_to_its_final_status(decoupled, alice, alice_client):
+    """ACTC with a startAuthorisation link still asks for SCA (the links decide); the bank answers without a
+    scaRedirect (its app): the payer is told so, the approval's scaStatus and the payment's status are read
+    until the bank says, and ACCC ends it."""
+    portal_connect(alice_client)
+    payment = draft(alice_client, cross_border(str(account_named(alice, "Brukskonto").pk), amount="7 300"))
+
+    sent = _send(alice_client, payment)
+
+    assert not sent["Location"].startswith(decoupled)  # nowhere to send the browser
+    assert _calls(payment, START_AUTHORISATION) == 1
+    payment.refresh_from_db()
+    assert payment.state == PaymentState.AUTHORISING and payment.transaction_status == "ACTC"
+    approval = PaymentAuthorisation.objects.get(payment=payment)
+    assert approval.authorisation_id and approval.sca_status_href and approval.completed_at is None
+
+    payment_poll(payment_id=payment.pk)  # not approved yet
+    approval.refresh_from_db()
+    assert approval.completed_at is None and approval.sca_status in ("received", "started")
+
+    approved = bank_client().request(
+        "POST", f"/v1/sandbox/payment-authorisations/{approval.authorisation_id}", json_body={"action": "approve"}
+    )
+    assert approved.status == 200, approved.body
+    payment_poll(payment_id=payment.pk)
+
+    approval.refresh_from_db()
+    assert approval.completed_at is not None and approval.sca_status == "finalised"
+    assert payment.events.filter(kind=PaymentEventKind.SCA_DONE, detail__contains="app").count() == 1
+    run_batches()
+    run_batches()
+    assert payment_poll(payment_id=payment.pk).status in ("ACSC", "ACCC", "ACSP", "PDNG", "ACTC")
+    for _ in range(3):
+        run_batches()
+        if payment_poll(payment_id=payment.pk).status == "ACCC":
+            break
+    payment.refresh_from_db()
+    assert payment.transaction_status == "ACCC" and payment.state == PaymentState.FINAL
+    assert payment.next_poll_at is None

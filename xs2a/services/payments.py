@@ -105,6 +105,27 @@ class PaymentsService(Service):
             "GET", reader=models.PaymentStatus.from_json, psu=psu, **_target(href, product, payment_id, "/status")
         )
 
+    def authorisation_status(
+        self,
+        *,
+        href: str | None = None,
+        payment_id: str | None = None,
+        authorisation_id: str | None = None,
+        product: str = CROSS_BORDER,
+    ) -> models.ScaStatusResponse:
+        """GET an authorisation's scaStatus link (or /v1/payments/{product}/{paymentId}/authorisations/{id}):
+        how a decoupled approval (in the bank's app) is followed."""
+        if not href and not authorisation_id:
+            raise InvalidRequestError("give the scaStatus link href or the authorisation id")
+        suffix = (
+            ""
+            if href
+            else path_from_template("/authorisations/{authorisation_id}", authorisation_id=authorisation_id)
+        )
+        return self._requester.call(
+            "GET", reader=models.ScaStatusResponse.from_json, **_target(href, product, payment_id, suffix)
+        )
+
     def get(
         self,
         *,
