@@ -923,6 +923,8 @@ def payment_submit(
             _store_unknown(
                 payment,
                 later=replay_window_end(payment),
+                # Not at once: a request still on its way (a slow network, a proxy) would meet its own replay.
+                not_before=timezone.now() + RECONCILE_DELAYS[0],
                 detail=_("The bank's answer was lost (%(error)s); checking with the bank.")
                 % {"error": type(error).__name__},
                 actor=user,

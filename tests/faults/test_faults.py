@@ -101,7 +101,8 @@ result = {"state": outcome.state, "attempted": outcome.attempted, "message": str
 
 def check_now(product: Product, pk: int, *, until=("initiated",), timeout: float = 60) -> str:
     """Press "check now" until the payment is in one of ``until`` (a check is refused while the caller's lease
-    holds, or before the backoff after a failed one); the payment's state."""
+    holds, for the first 15 s after the answer was lost, or before the backoff after a failed one); the payment's
+    state."""
     states: list[str] = []
 
     def settled() -> bool:
@@ -109,7 +110,10 @@ def check_now(product: Product, pk: int, *, until=("initiated",), timeout: float
         states.append(state)
         return state in until
 
-    wait_until(settled, timeout=timeout, interval=2, message=f"checked: {states[-5:]}")
+    try:
+        wait_until(settled, timeout=timeout, interval=2)
+    except AssertionError as late:
+        raise AssertionError(f"{late}; checked: {states[-5:]}") from None
     return states[-1]
 
 
@@ -330,7 +334,7 @@ def test_the_bank_down_sends_nothing_twice_tells_the_user_and_resumes(product):
         product.bank_start()
     assert "Balances and transactions refreshed." in refresh_now(product, session)
     if done["state"] == "outcome_unknown":
-        wait_until(lambda: payment_row(product, done["id"])["state"] == "initiated", timeout=60)
+        assert check_now(product, done["id"]) == "initiated"
         assert at_bank(product, done["request_id"]) == 1
     else:
         assert at_bank(product, done["request_id"]) == 0

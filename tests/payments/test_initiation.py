@@ -264,7 +264,10 @@ OSLO = ZoneInfo("Europe/Oslo")
 def _unknown(bank, draft, alice) -> Payment:
     bank.raise_on_initiate.append(OutcomeUnknownError("timed out", request_id=str(draft.request_id)))
     payment = _submit(draft, alice).payment
-    Payment.objects.filter(pk=payment.pk).update(reconcile_at=timezone.now() - timedelta(seconds=1))
+    assert payment.replay_not_before > timezone.now()  # not replayed while the first may still be on its way
+    Payment.objects.filter(pk=payment.pk).update(
+        reconcile_at=timezone.now() - timedelta(seconds=1), replay_not_before=None
+    )
     return payment
 
 
@@ -917,6 +920,7 @@ def test_check_now_follows_a_sca_redirect_the_replayed_initiation_answers_with(b
     state = ScaState.objects.get(user=alice, purpose=PAYMENT_PURPOSE)
     assert payment.initiation_sca_state == state and state.used_at is None  # kept: the replay may need it
     assert payment.tpp_session_id == state.tpp_session_id  # the user's TPP-Session-ID of the hour
+    Payment.objects.filter(pk=payment.pk).update(replay_not_before=None)  # the first cannot be on its way now
     bank.answer = {
         "scaStatus": "started",
         "_links": {"scaRedirect": {"href": "http://bank.test/sca/at-initiation"}},

@@ -269,7 +269,9 @@ def test_an_answer_lost_after_the_bank_committed_leads_to_one_payment_and_its_st
         page = alice_client.get(sent["Location"])
         assert page.status_code == 200 and "Check now" in page.content.decode()
 
-        # The user's "check now", inside the replay window: the very same request is replayed.
+        # The user's "check now", inside the replay window (once the first can no longer be on its way): the very
+        # same request is replayed.
+        Payment.objects.filter(pk=payment.pk).update(replay_not_before=None)
         outcome = payment_reconcile(
             payment_id=payment.pk,
             actor=alice,
@@ -444,16 +446,18 @@ def test_a_cancelled_approval_changes_nothing_shows_the_banks_status_and_can_be_
     path, params = callback_target(BankBrowser().authorise(sent["Location"], cancel=True))
     failed = alice_client.get(path, params)
 
-    # The failure redirect proves nothing: the portal asked the bank, which still has the payment unapproved.
+    # The failure redirect proves nothing by itself: the portal asked the bank, which still has the payment
+    # unapproved, and whose scaStatus of that approval says it failed (the bank's word, not the redirect's).
     assert failed.status_code == 200 and failed.context["payment"].pk == payment.pk
     assert failed.context["payment"].transaction_status == "RCVD" and failed.context["may_approve"]
     assert "The approval at the bank was stopped before it was completed." in failed.content.decode()
     authorisation = PaymentAuthorisation.objects.get(payment=payment)
-    assert authorisation.failed_at is None and authorisation.completed_at is None and not authorisation.failure
+    assert authorisation.sca_status == "failed" and authorisation.failed_at is not None
+    assert authorisation.completed_at is None
     assert ScaState.objects.get(pk=authorisation.sca_state_id).used_at is None
-    assert not payment.events.filter(kind=PaymentEventKind.SCA_FAILED).exists()
     assert list(payment.events.exclude(kind=PaymentEventKind.STATUS).values_list("kind", flat=True)) == [
-        kind for kind in events if kind != PaymentEventKind.STATUS
+        *(kind for kind in events if kind != PaymentEventKind.STATUS),
+        PaymentEventKind.SCA_FAILED,
     ]
 
     again = alice_client.post(f"/payments/{payment.pk}/approve/")

@@ -86,7 +86,8 @@ def _writes_state(node: ast.AST) -> bool:
         return False
     receiver = ast.unparse(node.func.value)
     if node.func.attr == "update" and ("objects" in receiver or "filter(" in receiver):
-        return any(keyword.arg in ("state", None) for keyword in node.keywords)
+        payments = "PaymentAuthorisation" not in receiver and "PaymentEvent" not in receiver
+        return any(keyword.arg == "state" or (keyword.arg is None and payments) for keyword in node.keywords)
     if node.func.attr == "save":
         return any(
             keyword.arg == "update_fields"
