@@ -79,11 +79,15 @@ def _form(product: str, choices: list[selectors.DebtorChoice], data=None, **kwar
 
 
 def _intent(request) -> uuid.UUID | None:
-    """The intent key the payment form was first shown with (posted back with it), or None."""
-    try:
-        return uuid.UUID(str(request.POST.get("intent", "")))
-    except ValueError:
-        return None
+    """The intent key the payment form was first shown with (posted back with it), or None. ``intent_kept``
+    (static/js/payment_intent.js) comes first: the browser puts it back on Back, when the page fetched again
+    holds a new ``intent``."""
+    for name in ("intent_kept", "intent"):
+        try:
+            return uuid.UUID(str(request.POST.get(name, "")))
+        except ValueError:
+            continue
+    return None
 
 
 def _already_sent(request, payment: Payment):
