@@ -305,6 +305,7 @@ def test_a_lost_answer_ends_in_one_approved_payment(phone, portal, replay_bank, 
         second.refresh_from_db()
         assert second.state == PaymentState.REFUSED  # the bank made nothing of it
         assert page.locator("[name=allow_logical_duplicate]").count() == 0  # no "pay it again"
+        assert "The bank sees this as the same payment" in text and "allowLogicalDuplicate" not in text
         page.locator("main").get_by_role("link", name="Show that payment").click()
         page.wait_for_url(re.compile(rf"/payments/{first.pk}/$"), timeout=TIMEOUT)
         journey.look("6-the-first")
