@@ -280,6 +280,9 @@ def test_a_lost_answer_ends_in_one_approved_payment(phone, portal, replay_bank, 
     journey.look("5-form-again")
     assert page.locator("[name=creditor_name]").input_value() == DETAILS["creditor_name"]
     assert page.locator("[name=intent_kept]").input_value() == str(first.intent_key)
+    # the count follows the value the browser put back (70 characters at most)
+    name_count = page.locator("#id_creditor_name ~ .character-count-status")
+    assert name_count.inner_text() == f"You have {70 - len(DETAILS['creditor_name'])} characters remaining"
     # the account fields (autocomplete off) are not put back by the browser: typed again
     for name in ("creditor_account", "creditor_agent"):
         if not page.locator(f"[name={name}]").input_value():
