@@ -79,11 +79,15 @@ def _form(product: str, choices: list[selectors.DebtorChoice], data=None, **kwar
 
 
 def _intent(request) -> uuid.UUID | None:
-    """The intent key the payment form was first shown with (posted back with it), or None."""
-    try:
-        return uuid.UUID(str(request.POST.get("intent", "")))
-    except ValueError:
-        return None
+    """The intent key the payment form was first shown with (posted back with it), or None. ``intent_kept``
+    (static/js/payment_intent.js) comes first: the browser puts it back on Back, when the page fetched again
+    holds a new ``intent``."""
+    for name in ("intent_kept", "intent"):
+        try:
+            return uuid.UUID(str(request.POST.get(name, "")))
+        except ValueError:
+            continue
+    return None
 
 
 def _already_sent(request, payment: Payment):
@@ -176,7 +180,7 @@ def payment_edit(request, pk):
         messages.error(request, _("This payment was sent to the bank, so it cannot be changed."))
         return redirect(payment_page(payment))
     choices = _debtors(request.user, payment.product)
-    duplicate = payment.state == PaymentState.REFUSED and _is_logical_duplicate(payment)
+    duplicate = refused_as_duplicate = payment.state == PaymentState.REFUSED and _is_logical_duplicate(payment)
     # "Pay it again" only when every payment alike of the user's is over, naming the one it would duplicate;
     # while one is not (unknown outcome, awaiting approval, processing), that payment is shown instead.
     alike_open = selectors.payment_alike_open(payment=payment) if duplicate else None
@@ -202,7 +206,10 @@ def payment_edit(request, pk):
         bank_errors = []
         if payment.state == PaymentState.REFUSED:
             form.is_valid()  # bind and check: the bank's messages are added beside the typed values
-            by_field, bank_errors = initiation.bank_errors_by_field(payment.tpp_messages)
+            said = payment.tpp_messages
+            if refused_as_duplicate:  # the page says it in plain words (the payment alike, or "pay it again")
+                said = [m for m in said if m.get("path") != "allowLogicalDuplicate"]
+            by_field, bank_errors = initiation.bank_errors_by_field(said)
             for name, texts in by_field.items():
                 for text in texts:
                     if name in form.fields:

@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import formats, timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from connections.psu import psu_presence
@@ -42,6 +43,13 @@ PAGE_SIZE = 25
 
 def _when(moment) -> str:
     return formats.date_format(timezone.localtime(moment), "DATETIME_FORMAT") if moment else ""
+
+
+#: What a payment settled by staff as not at the bank means (it was sent: never "not sent yet").
+NOT_AT_BANK_MEANING = gettext_lazy(
+    "Our staff checked with the bank: it does not carry out this payment, and nothing was paid. You may send "
+    "the payment again."
+)
 
 
 def _state_label(payment: Payment, status: StatusText) -> str:
@@ -73,6 +81,10 @@ def _context(request, payment: Payment) -> dict:
         )
     elif payment.state == PaymentState.FOUND:  # no bank status either: the bank's transactions show it
         status = StatusText(code="", label=payment.get_state_display(), meaning=str(FOUND_MESSAGE), tone="ok")
+    elif payment.state == PaymentState.NOT_AT_BANK:  # settled by staff: sent, and not carried out
+        status = StatusText(
+            code="", label=payment.get_state_display(), meaning=str(NOT_AT_BANK_MEANING), tone="warn"
+        )
     return {
         "payment": payment,
         "status": status,
@@ -86,7 +98,13 @@ def _context(request, payment: Payment) -> dict:
         "insufficient_funds": payment.transaction_status == "ACCP" and payment.funds_available is False,
         "live": not payment.is_final
         and payment.state
-        not in (PaymentState.DRAFT, PaymentState.REFUSED, PaymentState.UNCONFIRMED, PaymentState.FOUND),
+        not in (
+            PaymentState.DRAFT,
+            PaymentState.REFUSED,
+            PaymentState.UNCONFIRMED,
+            PaymentState.FOUND,
+            PaymentState.NOT_AT_BANK,
+        ),
         "page_url": request.build_absolute_uri(reverse("payment-detail", args=[payment.pk])),
         "nok_rate": payment_rate_phrase(payment),
     }

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -1165,6 +1166,16 @@ def reconciliation_check(*, payment_id: int, now: datetime | None = None) -> str
     return Payment.objects.filter(pk=payment_id).values_list("state", flat=True).first() or ""
 
 
+def _after_the_second_of(last_sent: datetime) -> None:
+    """Wait, when needed, until the second after ``last_sent``. A replay is signed over the same X-Request-ID,
+    body, PSU-ID and TPP-Redirect-URI as the send before it; only its Date, in whole seconds, tells the two
+    apart, and the bank refuses a Signature it has seen (a replayed request). A "check now" in the same second
+    as the lost send would be refused as a replay and passed to staff although the bank would have answered."""
+    wait = (last_sent.replace(microsecond=0) + timedelta(seconds=1) - timezone.now()).total_seconds()
+    if wait > 0:
+        time.sleep(wait)
+
+
 def payment_reconcile(*, payment_id: int, actor=None, presence: PsuContext | None = None) -> ReconcileOutcome:
     """Find out what became of an initiation whose answer was lost: with the PSU present ("check now") and
     inside the replay window, by replaying the very same request (same X-Request-ID and bytes, never allowing
@@ -1195,6 +1206,7 @@ def payment_reconcile(*, payment_id: int, actor=None, presence: PsuContext | Non
             message=_("The bank asked us to wait. Check again after %(time)s.")
             % {"time": timezone.localtime(payment.replay_not_before).strftime("%H:%M:%S")},
         )
+    last_sent = payment.updated_at  # stored after the last send ended; the claim below moves it on
     claimed = payment_move(
         payment_id,
         source=PaymentState.OUTCOME_UNKNOWN,
@@ -1217,6 +1229,7 @@ def payment_reconcile(*, payment_id: int, actor=None, presence: PsuContext | Non
     psu = PsuContext(**headers, identity=payment.psu_identity or None)
     attempts = payment.reconcile_attempts
     window_end = replay_window_end(payment) or now
+    _after_the_second_of(last_sent)
     with bank_audit_deferred() as flush_audit:
         try:
             answer = _send(payment, psu, actor=actor, replay=True)

@@ -53,6 +53,10 @@
     input.addEventListener("input", function () {
       update(true);
     });
+    // Back (or reload) puts typed values back after this script ran: count again once the page is shown.
+    window.addEventListener("pageshow", function () {
+      update(false);
+    });
     update(false);
   }
 

@@ -48,6 +48,7 @@ def portal(live_bank, live_server, settings):  # noqa: F811
     policy["DIRECTIVES"]["form-action"] = ["'self'", live_bank]
     settings.CONTENT_SECURITY_POLICY = policy
     bank_client.cache_clear()
+    app.loader.import_default_modules()  # the tasks the services enqueue by name (a worker autodiscovers them)
     eager = app.conf.task_always_eager
     app.conf.task_always_eager = True
     yield live_server.url
