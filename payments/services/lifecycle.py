@@ -46,7 +46,8 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     S.OUTCOME_UNKNOWN: frozenset(
         {S.SUBMITTING, S.UNCONFIRMED, S.INITIATED, S.AUTHORISING, S.AWAITING_STATUS, S.FINAL}
     ),
-    S.UNCONFIRMED: frozenset({S.FOUND, S.NOT_AT_BANK}),  # found in the account, or settled by staff
+    # Found in the account, settled by staff, or attached by staff to the payment the bank confirmed it holds.
+    S.UNCONFIRMED: frozenset({S.FOUND, S.NOT_AT_BANK, S.INITIATED, S.AWAITING_STATUS, S.FINAL}),
     S.FOUND: frozenset(),
     S.NOT_AT_BANK: frozenset(),
     S.REFUSED: frozenset(),

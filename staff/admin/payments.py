@@ -215,7 +215,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     # (psu_identity, initiation_psu), the form as typed, the poll lease token and the bank's links' addresses.
     readonly_fields = fieldset_fields(fieldsets)
     inlines = (PaymentEventInline, PaymentAuthorisationInline)
-    actions = [export_csv, "poll_status_now", "settle_at_bank", "settle_not_at_bank"]
+    actions = [export_csv, "poll_status_now", "settle_at_bank", "settle_not_at_bank", "attach_bank_payment"]
 
     def get_search_results(self, request, queryset, search_term):
         results, may_have_duplicates = super().get_search_results(request, queryset, search_term)
@@ -288,3 +288,32 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.action(description="Settle: the bank confirmed it does NOT have the payment", permissions=["change"])
     def settle_not_at_bank(self, request, queryset):
         self._settle(request, queryset, at_bank=False, summary="the bank does not have the payment")
+
+    @admin.action(
+        description="Attach the bank's payment (by its paymentId, checked with the bank)", permissions=["change"]
+    )
+    def attach_bank_payment(self, request, queryset):
+        from django.template.response import TemplateResponse
+
+        from payments.services.staff import payment_staff_attach
+
+        payments = list(queryset[:2])
+        if len(payments) != 1:
+            self.message_user(request, "Select one payment to attach.", level="error")
+            return None
+        payment = payments[0]
+        if "apply" not in request.POST:
+            return TemplateResponse(
+                request,
+                "admin/payments/payment/attach.html",
+                {**self.admin_site.each_context(request), "payment": payment, "opts": self.model._meta},
+            )
+        outcome = payment_staff_attach(
+            payment_id=payment.pk, staff_user=request.user, bank_payment_id=request.POST.get("bank_payment_id", "")
+        )
+        if outcome.ok:
+            self.log_change(request, payment, f"Attached by staff to the bank's payment: {outcome.message}")
+        self.message_user(
+            request, f"Payment #{payment.pk}: {outcome.message}", level="success" if outcome.ok else "error"
+        )
+        return None

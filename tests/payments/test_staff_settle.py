@@ -24,7 +24,7 @@ def _unconfirmed(user, **fields) -> Payment:
         submitted_at=timezone.now(),
         staff_flagged_at=timezone.now(),
         staff_reason="lost answer",
-        **fields,
+        **{"payment_id": "", "transaction_status": "", **fields},
     )
 
 
@@ -96,3 +96,93 @@ def test_a_kid_payment_is_found_by_its_kid_amount_and_date(alice):
     assert initiation.unconfirmed_find(payment_id=payment.pk)
     payment.refresh_from_db()
     assert payment.state == PaymentState.FOUND and payment.staff_flagged_at is None
+
+
+class _BankWithPayment:
+    """The bank's GET of a payment, as staff attach an unconfirmed one to it."""
+
+    def __init__(self, details=None, error=None) -> None:
+        self.details, self.error, self.reads = details, error, []
+
+    @property
+    def payments(self):
+        return self
+
+    def get(self, **kwargs):
+        self.reads.append(kwargs)
+        if self.error is not None:
+            raise self.error
+        return self.details
+
+
+def _details(payment: Payment, *, amount: str | None = None, status: str = "RCVD"):
+    from xs2a.models import PaymentDetails
+
+    body = json.loads(payment.body_json)
+    body["instructedAmount"] = {"amount": amount or str(payment.amount), "currency": payment.currency}
+    body["debtorAccount"] = {"iban": payment.debtor_account}
+    body["creditorAccount"] = {"iban": payment.creditor_account}
+    body.setdefault("creditorName", payment.creditor_name)
+    body["remittanceInformationUnstructured"] = f"{payment.reference} Invoice"
+    return PaymentDetails.from_json(
+        {
+            **body,
+            "paymentId": "bank-pay-1",
+            "transactionStatus": status,
+            "_links": {"startAuthorisation": {"href": "/v1/payments/p/bank-pay-1/authorisations"}},
+        }
+    )
+
+
+def test_staff_attach_an_unconfirmed_payment_the_bank_confirms(alice, admin_user, monkeypatch):
+    from payments.services import staff
+
+    payment = _unconfirmed(alice, reference="FPATTACH01", debtor_account="NO9386011117947")
+    bank = _BankWithPayment(_details(payment))
+    monkeypatch.setattr("tpp_portal.bank.bank_client", lambda: bank)
+
+    outcome = staff.payment_staff_attach(
+        payment_id=payment.pk, staff_user=admin_user, bank_payment_id="bank-pay-1"
+    )
+
+    assert outcome.ok, outcome.message
+    payment.refresh_from_db()
+    assert (payment.state, payment.payment_id, payment.transaction_status) == (
+        PaymentState.INITIATED,
+        "bank-pay-1",
+        "RCVD",
+    )
+    assert payment.staff_flagged_at is None and "startAuthorisation" in payment.links
+    assert bank.reads == [{"payment_id": "bank-pay-1", "product": payment.product}]
+
+
+def test_staff_cannot_attach_a_payment_the_bank_does_not_confirm(alice, admin_user, monkeypatch):
+    from payments.services import staff
+    from xs2a.errors import ResourceUnknownError
+
+    payment = _unconfirmed(alice, reference="FPATTACH02", debtor_account="NO9386011117947")
+    other = _BankWithPayment(_details(payment, amount="1.00"))
+    monkeypatch.setattr("tpp_portal.bank.bank_client", lambda: other)
+    assert not staff.payment_staff_attach(payment_id=payment.pk, staff_user=admin_user, bank_payment_id="x").ok
+    unknown = _BankWithPayment(error=ResourceUnknownError("unknown", status=404))
+    monkeypatch.setattr("tpp_portal.bank.bank_client", lambda: unknown)
+    assert not staff.payment_staff_attach(payment_id=payment.pk, staff_user=admin_user, bank_payment_id="y").ok
+
+    payment.refresh_from_db()
+    assert payment.state == PaymentState.UNCONFIRMED and payment.payment_id == ""
+
+
+def test_the_admin_attach_action_asks_for_the_payment_id_then_attaches(alice, admin_client, monkeypatch):
+    payment = _unconfirmed(alice, reference="FPATTACH03", debtor_account="NO9386011117947")
+    monkeypatch.setattr("tpp_portal.bank.bank_client", lambda: _BankWithPayment(_details(payment)))
+    selected = {"action": "attach_bank_payment", "_selected_action": [payment.pk]}
+
+    asked = admin_client.post("/admin/payments/payment/", selected)
+    assert asked.status_code == 200 and b"The bank's paymentId" in asked.content
+    done = admin_client.post(
+        "/admin/payments/payment/", {**selected, "apply": "Attach", "bank_payment_id": "bank-pay-1"}, follow=True
+    )
+
+    assert done.status_code == 200
+    payment.refresh_from_db()
+    assert payment.state == PaymentState.INITIATED and payment.payment_id == "bank-pay-1"
