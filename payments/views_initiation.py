@@ -174,6 +174,12 @@ def _is_logical_duplicate(payment: Payment) -> bool:
 def payment_edit(request, pk):
     """The form again, filled in as the payment was typed. Saving makes a new payment (a submitted one is never
     changed); for a payment the bank refused, its messages stand next to the fields they name."""
+    if request.method == "POST":
+        # This form posted again (Back, reload): its payment, even when the draft it was edited from is gone
+        # (an edited draft is replaced, so its address no longer answers).
+        earlier = _intent_payment(request)
+        if earlier is not None and earlier.pk != pk:
+            return _already_sent(request, earlier)
     payment = payment_owned(user=request.user, pk=pk)
     if payment.state not in EDITABLE_STATES:
         # Sent, or perhaps sent (its outcome unknown): never edited into another payment.
@@ -187,9 +193,6 @@ def payment_edit(request, pk):
     duplicates = selectors.payment_alike_final(payment=payment) if duplicate and alike_open is None else None
     duplicate = duplicate and alike_open is None
     if request.method == "POST":
-        earlier = _intent_payment(request)
-        if earlier is not None and earlier.pk != payment.pk:
-            return _already_sent(request, earlier)
         form = _form(payment.product, choices, request.POST)
         allow_duplicate = duplicate and request.POST.get("allow_logical_duplicate") == "on"
         if form.is_valid():

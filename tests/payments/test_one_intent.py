@@ -76,6 +76,22 @@ def test_a_form_posted_again_after_its_payment_was_sent_shows_that_payment(alice
     assert "This form was sent already" in again.content.decode()
 
 
+def test_an_edit_form_posted_again_shows_its_draft_when_the_edited_draft_is_gone(alice_client, alice, connection):
+    """Found by the exactly-once model: the edit of a draft replaces (deletes) that draft, so the edit form posted
+    again (Back, reload) used to answer 404 from the gone draft's address instead of showing the form's draft."""
+    data = {**_form(alice_client, "/payments/new/"), **_typed(connection)}
+    first = Payment.objects.get(pk=int(alice_client.post("/payments/new/", data)["Location"].split("/")[2]))
+    edit_url = f"/payments/{first.pk}/edit/"
+    edited = {**_form(alice_client, edit_url), **_typed(connection), "amount": "1300"}
+
+    made = alice_client.post(edit_url, edited)
+    again = alice_client.post(edit_url, edited)
+
+    (draft,) = Payment.objects.filter(user=alice)
+    assert draft.amount == Decimal("1300") and not Payment.objects.filter(pk=first.pk).exists()
+    assert made["Location"] == again["Location"] == f"/payments/{draft.pk}/review/"
+
+
 def test_each_showing_of_the_form_is_a_new_intent(alice_client, connection):
     assert _form(alice_client, "/payments/new/") != _form(alice_client, "/payments/new/")
 
