@@ -406,6 +406,7 @@ def payment_review(request, pk):
         form = PaymentSubmitForm(
             initial={"idempotency_key": payment.idempotency_key}, needs_identity=needs_identity
         )
+        form.cleaned_data = {}  # an unbound form takes an error only with cleaned data (Form.add_error)
         form.add_error(None, outcome.message)
         return _review(request, payment, form, status=503)
     if outcome.message:

@@ -670,6 +670,19 @@ def test_the_in_app_box_on_the_review_page_asks_the_bank_for_its_app(bank, draft
     assert bank.authorisations[-1]["redirect_preferred"] is False
 
 
+def test_a_payment_not_delivered_shows_its_review_again_with_why(bank, draft, alice, alice_client):
+    """Found by the exactly-once model: the review page failed (500, an unbound form given an error) when the bank
+    could not be reached, instead of offering the same page again."""
+    bank.raise_on_initiate.append(TransportError("connection refused; the request was not sent"))
+
+    sent = alice_client.post(f"/payments/{draft.pk}/review/", {"idempotency_key": str(draft.idempotency_key)})
+
+    assert sent.status_code == 503
+    assert "The bank could not be reached; nothing was sent." in sent.content.decode()
+    assert str(sent.context["form"]["idempotency_key"].value()) == str(draft.idempotency_key)
+    assert Payment.objects.get(pk=draft.pk).state == PaymentState.DRAFT
+
+
 def test_without_the_box_nothing_is_asked_for(bank, draft, alice, alice_client):
     alice_client.post(f"/payments/{draft.pk}/review/", {"idempotency_key": str(draft.idempotency_key)})
 
