@@ -19,12 +19,13 @@ run: export BANK_IS_SANDBOX ?= true
 # The portal polls payment statuses after the bank's batches: the batch times of the sandbox bank it starts.
 run: export BANK_BATCH_TIMES ?= $(or $(BANK_SIM_BATCH_TIMES),05:00,08:00,11:00,13:00,15:00)
 
-.PHONY: run bank test smoke lint venv certs messages migrate lock advisories bench clean help
+.PHONY: run bank test soak smoke lint venv certs messages migrate lock advisories bench clean help
 
 help:
 	@echo "make run    - portal, sandbox bank, Celery worker and beat on embedded defaults"
 	@echo "make bank   - only the sandbox bank (port from PORT, default 8001)"
 	@echo "make test   - ruff and the whole test suite"
+	@echo "make soak   - the exactly-once model for long (SOAK_EXAMPLES, default 10000; SOAK_STEPS, default 30)"
 	@echo "make smoke  - the production smoke test: compose's processes behind nginx (PostgreSQL, Redis)"
 	@echo "make bench  - the benchmarks under bench/"
 	@echo "make lock   - re-pin requirements.lock (runtime) and requirements-dev.lock (runtime + dev)"
@@ -83,6 +84,14 @@ test: venv certs messages lint
 	rm -rf $(VAR_DIR)/metrics  # the metric counters of earlier processes (the tests compare before and after)
 	$(BIN)/pytest $(PYTEST_WORKERS) --ignore=tests/bank_simulator $(PYTEST_ARGS)
 	$(BIN)/pytest $(PYTEST_WORKERS) tests/bank_simulator --ds=bank_simulator.settings $(PYTEST_ARGS)
+
+# The exactly-once model (tests/payments/test_exactly_once.py, README) for as long as asked: SOAK_EXAMPLES examples
+# of SOAK_STEPS steps against the three sandbox banks; it prints examples, steps, duplicates and lost payments.
+SOAK_EXAMPLES ?= 10000
+SOAK_STEPS ?= 30
+soak: venv certs messages
+	EXACTLY_ONCE_EXAMPLES=$(SOAK_EXAMPLES) EXACTLY_ONCE_STEPS=$(SOAK_STEPS) EXACTLY_ONCE_TIMEOUT=0 $(BIN)/pytest -s -p no:logging \
+		tests/payments/test_exactly_once.py::test_exactly_once_at_any_bank $(PYTEST_ARGS)
 
 # The production smoke test alone (tests/production, README): compose's processes behind nginx, on PostgreSQL and
 # Redis, the local servers unless DATABASE_URL and REDIS_URL say otherwise.
