@@ -90,8 +90,8 @@ test: venv certs messages lint
 SOAK_EXAMPLES ?= 10000
 SOAK_STEPS ?= 30
 soak: venv certs messages
-	EXACTLY_ONCE_EXAMPLES=$(SOAK_EXAMPLES) EXACTLY_ONCE_STEPS=$(SOAK_STEPS) EXACTLY_ONCE_TIMEOUT=0 $(BIN)/pytest -s -p no:logging \
-		tests/payments/test_exactly_once.py::test_exactly_once_at_any_bank $(PYTEST_ARGS)
+	EXACTLY_ONCE_EXAMPLES=$(SOAK_EXAMPLES) EXACTLY_ONCE_STEPS=$(SOAK_STEPS) EXACTLY_ONCE_TIMEOUT=0 LOG_LEVEL=ERROR \
+		$(BIN)/pytest -s -p no:logging tests/payments/test_exactly_once.py::test_exactly_once_at_any_bank $(PYTEST_ARGS)
 
 # The production smoke test alone (tests/production, README): compose's processes behind nginx, on PostgreSQL and
 # Redis, the local servers unless DATABASE_URL and REDIS_URL say otherwise.
