@@ -15,6 +15,7 @@ import contextlib
 import os
 import re
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -43,6 +44,14 @@ class RunningBank:
     log_path: Path  # gunicorn's stdout and stderr
     database_path: Path  # the SQLite file behind BANK_SIM_DATABASE_URL
     env: Mapping[str, str]  # the bank's environment, for code that sets up the bank's Django in-process later
+
+
+def bank_sql(database_path: Path, query: str, params=()) -> list[tuple]:
+    """Read a running sandbox bank's own SQLite database, read-only, and close it again: what exists at the bank,
+    for tests (the bank is another process with its own database, so the portal's ORM does not reach it)."""
+    uri = f"file:{database_path}?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=10)) as db:
+        return db.execute(query, params).fetchall()
 
 
 def free_port() -> int:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import sqlite3
 import uuid
 from collections.abc import Iterator
 from decimal import Decimal
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from devtools.livebank import RunningBank, running_bank
+from devtools.livebank import RunningBank, bank_sql, running_bank
 from tests.bank_simulator.conftest import PRIVATE_1, REDIRECT_URI, load_dev_signer
 from tests.bank_simulator.helpers import LiveTpp
 from xs2a import errors, models
@@ -70,8 +69,7 @@ def _client(bank: RunningBank, *, read_timeout: float = 20.0, ahead: int = 0) ->
 
 
 def _bank_sql(bank: RunningBank, query: str, params: tuple) -> list[tuple]:
-    with sqlite3.connect(f"file:{bank.database_path}?mode=ro", uri=True) as db:
-        return db.execute(query, params).fetchall()
+    return bank_sql(bank.database_path, query, params)
 
 
 def _payment(bank: RunningBank, amount: str) -> models.PaymentInitiation:

@@ -26,15 +26,13 @@ from __future__ import annotations
 
 import copy
 import re
-import sqlite3
 from collections.abc import Iterator
-from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 
-from devtools.livebank import RunningBank, running_bank
+from devtools.livebank import RunningBank, bank_sql, running_bank
 from payments.models import Payment, PaymentState
 from payments.services.staff import payment_staff_settle
 from tests.browser.problems import portal_problems
@@ -113,12 +111,10 @@ def phone(browser) -> Iterator:
 
 def _bank_payments(bank: RunningBank) -> list[dict]:
     """The bank's payments of the journey's amount, read from its database (read-only)."""
-    with closing(sqlite3.connect(f"file:{bank.database_path}?mode=ro", uri=True)) as db:
-        db.row_factory = sqlite3.Row
-        rows = db.execute(
-            "SELECT payment_id, status, amount, authorised_at, request_id FROM pis_payment ORDER BY id"
-        ).fetchall()
-    return [dict(row) for row in rows if Decimal(str(row["amount"])) == AMOUNT]
+    columns = ("payment_id", "status", "amount", "authorised_at", "request_id")
+    rows = bank_sql(bank.database_path, f"SELECT {', '.join(columns)} FROM pis_payment ORDER BY id")  # noqa: S608
+    payments = [dict(zip(columns, row, strict=True)) for row in rows]
+    return [payment for payment in payments if Decimal(str(payment["amount"])) == AMOUNT]
 
 
 def _arm_lost_answer() -> None:

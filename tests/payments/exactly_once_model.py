@@ -30,7 +30,6 @@ the runs saw, for ``make soak``.
 from __future__ import annotations
 
 import itertools
-import sqlite3
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -43,6 +42,7 @@ from django.test import Client, override_settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
+from devtools.livebank import bank_sql
 from payments.models import UNKNOWN_OUTCOME_STATES, Payment, PaymentState
 from payments.services import initiation, polling
 from payments.services.cancellation import payment_cancel
@@ -151,25 +151,23 @@ def _bank_rows(database: Path, request_ids: list[str]) -> list[tuple[str, str, s
     """(request_id, status, authorised_at) of the bank's payments with these X-Request-IDs, from its database."""
     if not request_ids:
         return []
-    with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=10) as conn:
-        marks = ",".join("?" * len(request_ids))
-        return conn.execute(
-            f"SELECT request_id, status, authorised_at FROM pis_payment WHERE request_id IN ({marks})",  # noqa: S608
-            request_ids,
-        ).fetchall()
+    marks = ",".join("?" * len(request_ids))
+    return bank_sql(
+        database,
+        f"SELECT request_id, status, authorised_at FROM pis_payment WHERE request_id IN ({marks})",  # noqa: S608
+        request_ids,
+    )
 
 
 def _bank_authorisations(database: Path, payment_id: str) -> list[str]:
     """The open decoupled authorisations of the bank's payment ``payment_id`` (its app asks the PSU)."""
-    with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=10) as conn:
-        return [
-            row[0]
-            for row in conn.execute(
-                "SELECT a.authorisation_id FROM pis_paymentauthorisation a "
-                "JOIN pis_payment p ON a.payment_id = p.id WHERE p.payment_id = ? AND a.decoupled ORDER BY a.id",
-                (payment_id,),
-            )
-        ]
+    rows = bank_sql(
+        database,
+        "SELECT a.authorisation_id FROM pis_paymentauthorisation a "
+        "JOIN pis_payment p ON a.payment_id = p.id WHERE p.payment_id = ? AND a.decoupled ORDER BY a.id",
+        (payment_id,),
+    )
+    return [authorisation_id for (authorisation_id,) in rows]
 
 
 #: Which of the payer's payments (or open SCAs) a step acts on: an index taken modulo how many there are, so
