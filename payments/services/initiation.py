@@ -1050,16 +1050,22 @@ class ReconcileOutcome:
     approval_skipped: bool = False
 
 
+#: How long before the end of the day a replay is no longer sent: a replay the bank processes after midnight would
+#: be given the next day as its execution date (the payment form's date is optional) and not match the first.
+REPLAY_DAY_MARGIN = timedelta(minutes=5)
+
+
 def replay_window_end(payment: Payment) -> datetime | None:
     """Until when the lost initiation of ``payment`` may be replayed: PAYMENT_REPLAY_WINDOW after it was sent,
-    and never past the end of that business day in Oslo (a bank that takes a repeated X-Request-ID for a new
-    request checks logical duplicates within a day at most)."""
+    and never within REPLAY_DAY_MARGIN of the end of that day in Oslo. A bank that takes a repeated X-Request-ID
+    for a new request guards against a second payment only by its logical-duplicate check, which compares
+    execution dates (an absent one is the bank's day): the replay must reach the bank on the first one's day."""
     sent = payment.submitted_at
     if sent is None:
         return None
     local = timezone.localtime(sent)
     day_end = timezone.make_aware(datetime.combine(local.date() + timedelta(days=1), datetime.min.time()))
-    return min(sent + settings.PAYMENT_REPLAY_WINDOW, day_end)
+    return max(sent, min(sent + settings.PAYMENT_REPLAY_WINDOW, day_end - REPLAY_DAY_MARGIN))
 
 
 def replay_allowed(payment: Payment, now: datetime) -> bool:

@@ -4,10 +4,11 @@ sandbox bank (a real process, its own SQLite database) under a random bank profi
 The payer fills in the payment form (its hidden ``intent``) and posts it, posts the same form again (Back,
 reload, a second tab), sends the review page (once or twice, in the browser or "in the app"), edits a draft or
 a refused payment, ticks "pay it again" after the bank refused a logical duplicate, presses "check now" on a
-payment whose answer was lost, starts the approval, approves at the bank's SCA screens or in the bank's app,
-abandons an SCA, cancels. Meanwhile the background looks at lost answers, the bank's batches run, time passes
-(the portal's stored times are moved back and the bank's business clock forward by as much) and the bank loses
-the next initiation answer (``drop-next-payment-answer``: a reset, a broken TLS record, a held answer).
+payment whose answer was lost (at once, or after the wait the page asks for), starts the approval, approves at
+the bank's SCA screens or in the bank's app, abandons an SCA, cancels. Meanwhile the background looks at lost
+answers, the bank's batches run, time passes (the portal's stored times are moved back and the bank's business
+clock forward by as much) and the bank loses the next initiation answer (``drop-next-payment-answer``: a reset, a
+broken TLS record, a held answer).
 
 After every step (``invariant``):
 
@@ -22,6 +23,13 @@ At the end of each example (``teardown``) time passes beyond the replay window, 
 batches run and the due polls read the status: every payment the bank may hold is then final, still polled
 (``next_poll_at``) or in the staff queue (``staff_flagged_at``): nothing is lost.
 
+Each example runs within one business day of the bank (``choose_bank`` moves the bank's clock to its next day
+when the evening is near). "Time passes" moves the portal's stored times back, which keeps every interval but not
+the calendar: the bank's midnight would fall at a moment unrelated to the portal's, while a real bank's day turns
+with the real clock. The bank takes an absent execution date as its day, and its logical-duplicate check compares
+execution dates, so a replay on the bank's next day is no duplicate of the first request: the portal ends the
+replay window before the day turns in Oslo (``initiation.replay_window_end``, tested in test_initiation.py).
+
 The portal's database is one transaction per example, rolled back at its end (the bank's is not: each example
 gets amounts of its own, so the bank's logical-duplicate check never links two examples). ``STATS`` counts what
 the runs saw, for ``make soak``.
@@ -30,6 +38,7 @@ the runs saw, for ``make soak``.
 from __future__ import annotations
 
 import itertools
+import math
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -61,6 +70,8 @@ NOT_SENT_STATES = (PaymentState.DRAFT, PaymentState.REFUSED)
 AT_THE_BANK = (PaymentState.INITIATED, PaymentState.AUTHORISING, PaymentState.AWAITING_STATUS)
 #: Past the replay window (PAYMENT_REPLAY_WINDOW, 10 minutes by default).
 PAST_THE_WINDOW = timedelta(minutes=11)
+#: The most one "time passes" moves the clocks.
+MOST_TIME_PER_STEP = timedelta(minutes=12)
 #: The portal's stored times that "time passes" moves back (its clock is the real one).
 _TIME_FIELDS = ("created_at", "submitted_at", "reconcile_at", "replay_not_before", "next_poll_at", "final_at")
 
@@ -182,6 +193,7 @@ class ExactlyOnceMachine(RuleBasedStateMachine):
     """The payer, the background and the bank's faults. ``banks`` is set by the test (the running banks)."""
 
     banks: list[LiveBank] = []
+    steps = 30  # the examples' steps (set by the test): how far an example may move the bank's clock
 
     forms = Bundle("forms")
 
@@ -208,10 +220,23 @@ class ExactlyOnceMachine(RuleBasedStateMachine):
         self._settings = override_settings(BANK_BASE_URL=self.bank.base_url, BANK_TIMEOUT=1.0)
         self._settings.enable()
         bank_client.cache_clear()
+        self._stay_within_the_banks_day()
         self.client = Client()
         self.client.force_login(self.bank.user)
         base = _amount_base()
         self.amounts = (f"{base:.2f}", f"{base + Decimal('0.01'):.2f}")
+
+    def _stay_within_the_banks_day(self) -> None:
+        """Move the bank's clock to its next day's first minute when the rest of its day is shorter than the most
+        an example moves it (the module's docstring says why)."""
+        answer = bank_client().request("GET", "/v1/sandbox/clock")
+        assert answer.status == 200, answer.body
+        now = datetime.fromisoformat(answer.json()["now"]).astimezone(UTC)
+        next_day = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+        most = MOST_TIME_PER_STEP * self.steps + PAST_THE_WINDOW
+        assert most < timedelta(hours=23), f"{self.steps} steps may take the bank past its day"
+        if next_day - now <= most:
+            self._sandbox("/v1/sandbox/clock", {"advanceSeconds": int((next_day - now).total_seconds()) + 60})
 
     def teardown(self) -> None:
         try:
@@ -384,11 +409,15 @@ class ExactlyOnceMachine(RuleBasedStateMachine):
 
     # --- lost answers ------------------------------------------------------------------------------------------
 
-    @rule(pick=PICK)
-    def check_now(self, pick: int):
+    @rule(pick=PICK, wait=st.booleans())
+    def check_now(self, pick: int, wait: bool):
+        """Press "check now": at once, or after the wait the page asked for ("Check again after ...") if short."""
         payment = self._pick(pick, states=UNKNOWN_OUTCOME_STATES)
         if payment is None:
             return
+        asked = payment.replay_not_before
+        if wait and asked is not None and timedelta(0) < asked - datetime.now(UTC) <= MOST_TIME_PER_STEP:
+            self._time_passes_by(asked - datetime.now(UTC) + timedelta(seconds=1))
         response = self.client.post(f"/payments/{payment.pk}/reconcile/")
         assert response.status_code in (200, 302), response.status_code  # 200: UNCONFIRMED, with staff
         self._follow(payment.pk, response)
@@ -464,10 +493,14 @@ class ExactlyOnceMachine(RuleBasedStateMachine):
 
     # --- time and the bank's batches -------------------------------------------------------------------------
 
-    @rule(minutes=st.integers(min_value=1, max_value=12))
+    @rule(minutes=st.integers(min_value=1, max_value=MOST_TIME_PER_STEP.seconds // 60))
     def time_passes(self, minutes: int):
-        self._shift(timedelta(minutes=minutes))
-        self._sandbox("/v1/sandbox/batches/run", {"advanceSeconds": minutes * 60})
+        self._time_passes_by(timedelta(minutes=minutes))
+
+    def _time_passes_by(self, delta: timedelta) -> None:
+        seconds = math.ceil(delta.total_seconds())
+        self._shift(timedelta(seconds=seconds))
+        self._sandbox("/v1/sandbox/batches/run", {"advanceSeconds": seconds})
 
     @rule()
     def batches_run(self):

@@ -336,13 +336,18 @@ def test_a_replay_without_an_answer_keeps_checking_with_backoff_then_goes_to_sta
 def test_the_replay_window_ends_with_the_business_day(bank, draft, alice, settings):
     settings.PAYMENT_REPLAY_WINDOW = timedelta(hours=6)
     payment = _unknown(bank, draft, alice)
-    late_evening = datetime(2026, 12, 7, 23, 55, tzinfo=OSLO)
+    late_evening = datetime(2026, 12, 7, 23, 50, tzinfo=OSLO)
     Payment.objects.filter(pk=payment.pk).update(submitted_at=late_evening)
     payment.refresh_from_db()
 
-    assert initiation.replay_window_end(payment) == datetime(2026, 12, 8, 0, 0, tzinfo=OSLO)
+    # Five minutes before midnight: a replay must reach the bank on the day of the first request.
+    assert initiation.replay_window_end(payment) == datetime(2026, 12, 7, 23, 55, tzinfo=OSLO)
     assert initiation.replay_allowed(payment, late_evening + timedelta(minutes=4))
     assert not initiation.replay_allowed(payment, late_evening + timedelta(minutes=6))
+
+    Payment.objects.filter(pk=payment.pk).update(submitted_at=late_evening + timedelta(minutes=8))
+    payment.refresh_from_db()
+    assert not initiation.replay_allowed(payment, late_evening + timedelta(minutes=8, seconds=1))
 
 
 def test_the_background_passes_a_lost_answer_to_staff_after_the_window(bank, draft, alice):
