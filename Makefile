@@ -1,6 +1,7 @@
 # The two commands of the README: `make run` (the whole product) and `make test` (every test).
 # Both build the virtual environment from the lock file, make the development certificates and compile the
-# translations first, so they work on a fresh machine with Python 3.11.
+# translations first, so they work on a fresh machine with Python 3.11; `make test` also installs the system
+# programs its suites need (devtools/system-packages).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -19,17 +20,25 @@ run: export BANK_IS_SANDBOX ?= true
 # The portal polls payment statuses after the bank's batches: the batch times of the sandbox bank it starts.
 run: export BANK_BATCH_TIMES ?= $(or $(BANK_SIM_BATCH_TIMES),05:00,08:00,11:00,13:00,15:00)
 
-.PHONY: run bank test soak smoke lint venv certs messages migrate lock advisories bench clean help
+.PHONY: run bank test system-packages soak smoke lint venv certs messages migrate lock advisories bench clean help
 
 help:
-	@echo "make run    - portal, sandbox bank, Celery worker and beat on embedded defaults"
-	@echo "make bank   - only the sandbox bank (port from PORT, default 8001)"
-	@echo "make test   - ruff and the whole test suite"
-	@echo "make soak   - the exactly-once model for long (SOAK_EXAMPLES, default 10000; SOAK_STEPS, default 30)"
-	@echo "make smoke  - the production smoke test: compose's processes behind nginx (PostgreSQL, Redis)"
-	@echo "make bench  - the benchmarks under bench/"
-	@echo "make lock   - re-pin requirements.lock (runtime) and requirements-dev.lock (runtime + dev)"
+	@echo "make run      - portal, sandbox bank, Celery worker and beat on embedded defaults"
+	@echo "make bank     - only the sandbox bank (port from PORT, default 8001)"
+	@echo "make test     - system packages, lint and the whole test suite (QUICK=1: without the slow suites)"
+	@echo "make system-packages - check chromium, nginx, pg_dump, redis-server, xgettext; install them as root"
+	@echo "make lint     - ruff, bandit and the import contract"
+	@echo "make soak     - the exactly-once model for long (SOAK_EXAMPLES, default 10000; SOAK_STEPS, default 30)"
+	@echo "make smoke    - the production smoke test: compose's processes behind nginx (PostgreSQL, Redis)"
+	@echo "make bench    - the benchmarks under bench/"
+	@echo "make venv     - .venv from requirements-dev.lock"
+	@echo "make certs    - the development certificates under var/pki/"
+	@echo "make messages - compile the translations"
+	@echo "make migrate  - migrate the portal's and the sandbox bank's databases"
+	@echo "make lock     - re-pin requirements.lock (runtime) and requirements-dev.lock (runtime + dev)"
 	@echo "make advisories - refresh the vulnerability snapshot of both lock files (needs PyPI)"
+	@echo "make clean    - remove the broker's queue, the cache and the collected static files under var/"
+	@echo "make help     - this list"
 
 # The development environment: the runtime pins plus the tools of the tests (requirements-dev.lock). The image
 # (docker/Dockerfile) installs only the runtime pins (requirements.lock).
@@ -59,31 +68,44 @@ run: venv certs messages migrate
 	rm -rf $(VAR_DIR)/metrics  # the metric counters of the previous run's processes (docs/operations.md)
 	$(PY) -m bank_simulator sandbox_initialize --if-empty
 	$(PY) manage.py ensure_demo_users
-	$(BIN)/honcho start --procfile Procfile
+	TZ=UTC $(BIN)/honcho start --procfile Procfile  # TZ: honcho's own time stamps in UTC, as every log line
 
 bank: venv certs
 	$(PY) -m bank_simulator migrate --noinput
 	$(PY) -m bank_simulator sandbox_initialize --if-empty
-	BANK_PORT=$${PORT:-$(BANK_PORT)} $(BIN)/honcho start --procfile bank_simulator/Procfile --app-root .
+	TZ=UTC BANK_PORT=$${PORT:-$(BANK_PORT)} $(BIN)/honcho start --procfile bank_simulator/Procfile --app-root .
 
-CODE_DIRS := xs2a bank_simulator tpp_portal users connections accounts payments staff sandbox_admin devtools bench
+CODE_DIRS := common bank_spec xs2a bank_simulator tpp_portal core users connections accounts payments staff \
+	sandbox_admin devtools bench
 
-# ruff (style and its S security rules) and bandit (static security scan, configured in pyproject.toml).
+# ruff (style and its S security rules), bandit (static security scan, configured in pyproject.toml) and the
+# import contract (import-linter, pyproject.toml: which package may import which; docs/architecture.md).
 # The dependency audit is a test (tests/security/test_dependencies.py): offline, against the snapshot below.
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check $(CODE_DIRS) tests
 	$(BIN)/bandit -c pyproject.toml --quiet --recursive $(CODE_DIRS)
+	$(BIN)/lint-imports --no-cache
 
 # The tests run in TEST_WORKERS processes (pytest-xdist), a test module and its fixtures in one of them; what the
 # processes would otherwise share (Redis, the metric files) tests/workers.py gives each its own. 0: one process.
 TEST_WORKERS ?= 2
 PYTEST_WORKERS = -n $(TEST_WORKERS) $(if $(filter 0,$(TEST_WORKERS)),,--dist loadscope)
 
-test: venv certs messages lint
+# chromium, nginx, pg_dump/pg_restore, redis-server and xgettext: installed when missing if run as root with
+# apt-get, else it stops naming the command (devtools/system-packages).
+system-packages:
+	@devtools/system-packages
+
+# `make test QUICK=1` leaves out the slow suites (browser, end-to-end, fault, load, the production smoke test) and
+# the tests that need a PostgreSQL server (marker postgres): CI's first pass, on the embedded defaults.
+SLOW_SUITES := tests/e2e tests/faults tests/load tests/browser tests/production
+QUICK_ARGS = $(if $(filter-out 0,$(QUICK)),$(addprefix --ignore=,$(SLOW_SUITES)) -m "not postgres")
+
+test: system-packages venv certs messages lint
 	rm -rf $(VAR_DIR)/metrics  # the metric counters of earlier processes (the tests compare before and after)
-	$(BIN)/pytest $(PYTEST_WORKERS) --ignore=tests/bank_simulator $(PYTEST_ARGS)
-	$(BIN)/pytest $(PYTEST_WORKERS) tests/bank_simulator --ds=bank_simulator.settings $(PYTEST_ARGS)
+	$(BIN)/pytest $(PYTEST_WORKERS) --ignore=tests/bank_simulator $(QUICK_ARGS) $(PYTEST_ARGS)
+	$(BIN)/pytest $(PYTEST_WORKERS) tests/bank_simulator --ds=bank_simulator.settings $(QUICK_ARGS) $(PYTEST_ARGS)
 
 # The exactly-once model (tests/payments/test_exactly_once.py, README) for as long as asked: SOAK_EXAMPLES examples
 # of SOAK_STEPS steps against the three sandbox banks; it prints examples, steps, duplicates and lost payments.
@@ -97,7 +119,7 @@ soak: venv certs messages
 # Redis, the local servers unless DATABASE_URL and REDIS_URL say otherwise.
 smoke: export DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/tpp_portal
 smoke: export REDIS_URL ?= redis://127.0.0.1:6379/0
-smoke: venv certs messages
+smoke: system-packages venv certs messages
 	$(BIN)/pytest tests/production -m production $(PYTEST_ARGS)
 
 bench: venv certs

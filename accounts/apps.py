@@ -7,8 +7,11 @@ class AccountsConfig(AppConfig):
     verbose_name = _("Bank accounts")
 
     def ready(self):
-        from accounts import refresh, services
+        from accounts import metrics, refresh, services
         from connections import plugins
+        from core.metrics import state_source
+
+        state_source("refresh", metrics.refresh_gauges)
 
         # A consent granted: read its accounts and balances, then their transactions, while the PSU is present
         # (attended: no unattended allowance spent). A connection ended: its accounts, balances and transactions

@@ -1,7 +1,8 @@
 """Bank accounts of a connection, their balances and transactions, and the ledger of unattended bank calls.
 
 The connection itself (PSU identity, consent, SCA) is the connections app's. Writes go through
-accounts/services.py, accounts/sync.py and accounts/refresh.py. Field labels are for operators and stay English.
+accounts/services.py, accounts/sync.py, accounts/refresh.py, accounts/ledger.py and accounts/planner.py. Field
+labels are for operators and stay English.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from tpp_portal.money import amount_plain
+from core.money import amount_plain
 
 
 class AccountKind(models.TextChoices):
@@ -22,7 +23,7 @@ class AccountKind(models.TextChoices):
 
 
 class BankAccount(models.Model):
-    """An account the PSU consented to share through a connection (spec 4.3, facts.md section 2)."""
+    """An account a connection's consent covers (spec 4.3; docs/bank-interface.md, reference 2)."""
 
     connection = models.ForeignKey(
         "connections.BankConnection", verbose_name="connection", on_delete=models.CASCADE, related_name="accounts"
@@ -63,7 +64,7 @@ class BankAccount(models.Model):
             )
         ]
         indexes = [
-            # The planner (accounts.refresh.refresh_plan): accounts whose unattended refresh is due.
+            # The planner (accounts.planner.refresh_plan): accounts whose unattended refresh is due.
             models.Index(fields=["next_refresh_at"], name="bankaccount_refresh_due_idx"),
             # Every portal account on one bank account (the bank counts its allowance per bank account): each
             # unattended refresh locks them, a 429 blocks them. Without it each refresh reads the whole table.
@@ -81,7 +82,7 @@ class BankAccount(models.Model):
         return connection.agreement_name if connection.is_corporate else ""
 
 
-#: Labels of the balance types seen on this platform (facts.md section 2); another type is shown as sent.
+#: Labels of the balance types seen (docs/bank-interface.md, reference 2); another type is shown as sent.
 BALANCE_TYPE_LABELS = {
     "openingBooked": _("Booked, start of day"),
     "closingBooked": _("Booked, end of day"),
@@ -214,7 +215,7 @@ UNATTENDED_WINDOW = timedelta(hours=24)
 class RefreshCall(models.Model):
     """The ledger of unattended bank calls: one row reserved BEFORE each call without PSU-IP-Address.
 
-    accounts/refresh.py reserves under a row lock on the account and refuses when the account already has
+    accounts/ledger.py reserves under a row lock on the account and refuses when the account already has
     UNATTENDED_CALLS_PER_DAY rows of that kind in the last UNATTENDED_WINDOW, so several workers, a task
     delivered twice or two planners never spend more than the bank allows. A reserved call counts whether or not
     it succeeded (the bank counts every request).

@@ -1,29 +1,17 @@
 """Refreshing an account's balances and transactions: with the PSU present ("Refresh now") or unattended (the
-background refresh planned by beat), within the bank's allowance (issue 6).
+background refresh planned by accounts/planner.py), within the bank's allowance (issue 6).
 
-The bank (spec section 8) counts every request without PSU-IP-Address, every page included: at most
-UNATTENDED_CALLS_PER_DAY per account per kind (balances, transactions) in a rolling 24 hours, then 429. The portal
-keeps its own count in the database (``RefreshCall``, a ledger of reserved calls) and never asks beyond it:
-
-- A call is reserved BEFORE it is made, in a short transaction that locks the account's rows
-  (``select_for_update``) and counts the ledger, so several workers, a task delivered twice, or two planners
-  cannot together spend more than the allowance. A reserved call counts whether or not it succeeded.
+- Every unattended call is reserved in the ledger (accounts/ledger.py) before it is made; a refused reservation
+  stops the refresh.
 - No database transaction is held open across a bank call.
 - A 429 from the bank all the same sets ``refresh_blocked_until`` (the bank's reset time, else the end of the
   24-hour window) on the account and stops further unattended calls until then.
 - A 401 or a consent error marks the connection needs_reconnect (``connections.services.bank_problem``).
-
-The planner (:func:`refresh_plan`, every few minutes from beat) claims the accounts whose ``next_refresh_at`` is
-due, moves it REFRESH_INTERVAL (+ jitter) on, and enqueues one task per account after commit. Four refreshes in
-24 hours at six-hour intervals fit the allowance; the ledger decides anyway.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import logging
-import random
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -35,6 +23,7 @@ from django.utils import formats, timezone
 from django.utils.translation import gettext as _
 
 from accounts import sync
+from accounts.ledger import RefreshRefused, budget_available_at, reserve, reserve_locked
 from accounts.models import (
     UNATTENDED_CALLS_PER_DAY,
     UNATTENDED_WINDOW,
@@ -46,26 +35,18 @@ from accounts.models import (
 )
 from accounts.services import balance_snapshots
 from connections.models import BankConnection, ConnectionAccess, ConnectionState
-from connections.services import FetchOutcome, FetchProblem, ais_psu, bank_problem
-from tpp_portal.bank import bank_audit_context, bank_audit_deferred, bank_client, client_config, record_bank_call
+from connections.outcomes import FetchOutcome, FetchProblem
+from connections.services import ais_psu, bank_problem
+from core.bank import bank_audit_context, bank_audit_deferred, bank_client, unattended_bank_client
 from xs2a import models as bank_models
-from xs2a.client import RetryPolicy, Xs2aClient
+from xs2a.client import Xs2aClient
 from xs2a.errors import AccessExceededError, ConsentError, ScaRequiredError, Xs2aError
 from xs2a.psu import PsuContext
 
 logger = logging.getLogger(__name__)
 
-#: Time between two planned unattended refreshes of an account; with the jitter, 4 fit in 24 hours.
-REFRESH_INTERVAL = timedelta(hours=6)
-REFRESH_JITTER = timedelta(minutes=20)
-#: Accounts claimed per planner statement (one short transaction each).
-PLAN_BATCH = 500
-#: Accounts refreshed by one task: their claim and their answers are each written in a few statements, whatever
-#: their number, so the database work per account shrinks with it; the bank is still called once per account.
-TASK_ACCOUNTS = 20
 
-
-# --- outcomes and errors -----------------------------------------------------------------------------------
+# --- outcomes ----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -78,114 +59,7 @@ class RefreshOutcome:
     calls: int = 0
 
 
-class RefreshRefused(Exception):
-    """The ledger refuses an unattended call: the allowance is spent, the account is blocked, or the planned
-    refresh was already done (a task delivered twice). ``available_at``: when a call is allowed again."""
-
-    def __init__(self, reason: str, available_at: datetime | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.available_at = available_at
-
-
-# --- the ledger --------------------------------------------------------------------------------------------
-
-
-def reserve(
-    *,
-    account: BankAccount,
-    kinds: tuple[str, ...],
-    now: datetime | None = None,
-    not_since: datetime | None = None,
-) -> None:
-    """Reserve one unattended call of each of ``kinds`` for ``account``, or raise RefreshRefused.
-
-    All or nothing, in one short transaction holding the row locks of every portal account on the same bank
-    account (the bank counts per bank account). ``not_since``: refuse when this portal account already reserved
-    a call at or after that time (the planned refresh was done by an earlier delivery of the same task).
-    """
-    now = now or timezone.now()
-    with transaction.atomic():
-        blocked = list(
-            BankAccount.objects.select_for_update()
-            .filter(kind=account.kind, resource_id=account.resource_id)
-            .order_by("pk")
-            .values_list("refresh_blocked_until", flat=True)
-        )
-        until = max((b for b in blocked if b is not None), default=None)
-        _granted, refused = _reserve_locked(claims=[(account, until)], kinds=kinds, now=now, not_since=not_since)
-    if refused:
-        raise refused[account.pk]
-
-
-def _allowance_check(
-    *,
-    account: BankAccount,
-    recent: list[tuple[int, str, datetime]],
-    blocked_until: datetime | None,
-    kinds: tuple[str, ...],
-    now: datetime,
-    not_since: datetime | None,
-) -> None:
-    """Raise RefreshRefused when the bank account is blocked, the planned refresh was done, or a kind's allowance
-    is spent. ``recent``: the ledger of the bank account, (portal account, kind, reserved at)."""
-    if blocked_until is not None and blocked_until > now:
-        raise RefreshRefused("blocked", available_at=blocked_until)
-    if not_since is not None and any(pk == account.pk and at >= not_since for pk, _kind, at in recent):
-        raise RefreshRefused("already done")
-    for kind in kinds:
-        in_window = sorted(at for _pk, k, at in recent if k == kind and at > now - UNATTENDED_WINDOW)
-        if len(in_window) >= UNATTENDED_CALLS_PER_DAY:
-            raise RefreshRefused(
-                f"{kind} allowance spent",
-                available_at=in_window[-UNATTENDED_CALLS_PER_DAY] + UNATTENDED_WINDOW,
-            )
-
-
-def _reserve_locked(
-    *,
-    claims: list[tuple[BankAccount, datetime | None]],
-    kinds: tuple[str, ...],
-    now: datetime,
-    not_since: datetime | None,
-) -> tuple[list[BankAccount], dict[int, RefreshRefused]]:
-    """:func:`reserve` for several accounts once the rows of their bank accounts are locked in the caller's
-    transaction; each claim is an account and its bank account's ``refresh_blocked_until``. Reads the ledger after
-    the lock (a statement of its own, so that it sees the rows a worker that held the lock before us committed),
-    and writes the reserved calls in one statement. Returns the accounts granted and the refusals by account."""
-    if not claims:
-        return [], {}
-    since = now - UNATTENDED_WINDOW
-    if not_since is not None:
-        since = min(since, not_since)
-    recent: dict[str, list[tuple[int, str, datetime]]] = defaultdict(list)
-    keys = {RefreshCall.key_for(account) for account, _blocked in claims}
-    ledger = RefreshCall.objects.filter(resource_key__in=sorted(keys), reserved_at__gte=since)
-    for pk, key, kind, at in ledger.values_list("account_id", "resource_key", "kind", "reserved_at"):
-        recent[key].append((pk, kind, at))
-    granted: list[BankAccount] = []
-    refused: dict[int, RefreshRefused] = {}
-    rows: list[RefreshCall] = []
-    for account, blocked_until in claims:
-        key = RefreshCall.key_for(account)
-        try:
-            _allowance_check(
-                account=account,
-                recent=recent[key],
-                blocked_until=blocked_until,
-                kinds=kinds,
-                now=now,
-                not_since=not_since,
-            )
-        except RefreshRefused as exc:
-            refused[account.pk] = exc
-            continue
-        for kind in kinds:  # two portal accounts of the batch on one bank account share its allowance
-            rows.append(RefreshCall(account_id=account.pk, resource_key=key, kind=kind, reserved_at=now))
-            recent[key].append((account.pk, kind, now))
-        granted.append(account)
-    RefreshCall.objects.bulk_create(rows)
-    return granted, refused
+# --- claiming the accounts of an unattended refresh --------------------------------------------------------
 
 
 def _claim(
@@ -193,9 +67,9 @@ def _claim(
 ) -> tuple[list[BankAccount], dict[int, RefreshOutcome], dict[int, tuple[BankAccount, RefreshRefused]]]:
     """The start of an unattended refresh of several accounts, in one short transaction: lock the rows of every
     portal account on their bank accounts and read them with their connections (one statement), check that each
-    account may be refreshed, and reserve their calls in the ledger (:func:`reserve`'s rules; one read and one
-    write). Returns the accounts granted, the outcomes of those that may not be refreshed, and the ledger's
-    refusals (nothing reserved for either)."""
+    account may be refreshed, and reserve their calls in the ledger (``accounts.ledger.reserve``'s rules; one
+    read and one write). Returns the accounts granted, the outcomes of those that may not be refreshed, and the
+    ledger's refusals (nothing reserved for either)."""
     with transaction.atomic():
         locked = _locked_with_connections(account_ids)
         by_pk = {a.pk: a for a in locked}
@@ -213,7 +87,7 @@ def _claim(
                 continue
             assert account is not None
             claims.append((account, blocked[RefreshCall.key_for(account)]))
-        granted, refused = _reserve_locked(claims=claims, kinds=kinds, now=now, not_since=not_since)
+        granted, refused = reserve_locked(claims=claims, kinds=kinds, now=now, not_since=not_since)
     return granted, outcomes, {pk: (by_pk[pk], exc) for pk, exc in refused.items()}
 
 
@@ -240,34 +114,6 @@ def _on_their_bank_accounts(account_ids: list[int]) -> QuerySet[BankAccount]:
     for kind, resource_ids in sorted(resources.items()):
         on_them |= Q(kind=kind, resource_id__in=sorted(resource_ids))
     return BankAccount.objects.select_related("connection").filter(on_them).order_by("pk")
-
-
-def budget_available_at(*, account: BankAccount, now: datetime | None = None) -> datetime | None:
-    """When the next unattended refresh (one call of each kind) fits the allowance; None when it fits now."""
-    now = now or timezone.now()
-    later = []
-    for kind in (RefreshKind.BALANCES, RefreshKind.TRANSACTIONS):
-        times = list(
-            RefreshCall.objects.filter(
-                resource_key=RefreshCall.key_for(account), kind=kind, reserved_at__gt=now - UNATTENDED_WINDOW
-            )
-            .order_by("-reserved_at")
-            .values_list("reserved_at", flat=True)[:UNATTENDED_CALLS_PER_DAY]
-        )
-        if len(times) >= UNATTENDED_CALLS_PER_DAY:
-            later.append(times[-1] + UNATTENDED_WINDOW)
-    return max(later) if later else None
-
-
-# --- the clients -------------------------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=1)
-def unattended_client() -> Xs2aClient:
-    """A client that never repeats a request by itself: each unattended request was reserved in the ledger, and
-    a retry the bank also counts (say after a lost answer) would be a call nobody reserved."""
-    config = dataclasses.replace(client_config(), retry=RetryPolicy(max_attempts=1))
-    return Xs2aClient(config, audit_hook=record_bank_call)
 
 
 # --- refreshing one account --------------------------------------------------------------------------------
@@ -469,7 +315,7 @@ def _refresh(
                 granted.append(found[pk])
     for pk, (account, exc) in refused.items():
         outcomes[pk] = _refused_outcome(account=account, refused=exc, counts=_counts(None), now=now)
-    client = unattended_client() if unattended else bank_client()
+    client = unattended_bank_client() if unattended else bank_client()
     # The audit rows (one per bank call) are written with the answers, in their transaction; when nothing is
     # stored, when the block ends.
     with bank_audit_deferred() as flush_audit:
@@ -612,76 +458,6 @@ def connection_read_transactions(
     return FetchOutcome(
         connection, accounts=len(ids) - len(failed), problem=FetchProblem.INCOMPLETE, message=message
     )
-
-
-# --- planning ------------------------------------------------------------------------------------------------
-
-
-def _next_time(now: datetime, rng: random.Random) -> datetime:
-    return now + REFRESH_INTERVAL + timedelta(seconds=rng.uniform(0, REFRESH_JITTER.total_seconds()))
-
-
-def _refreshable() -> Any:
-    return BankAccount.objects.filter(
-        consented=True,
-        connection__state=ConnectionState.ACTIVE,
-        connection__access=ConnectionAccess.ACCOUNTS,
-    )
-
-
-def refresh_plan(*, now: datetime | None = None, enqueue: Any = None, rng: random.Random | None = None) -> int:
-    """Claim the accounts whose unattended refresh is due and enqueue one task per TASK_ACCOUNTS of them (after
-    commit); ``enqueue(account_ids, planned_at)``.
-
-    Accounts never planned get a first time spread over the next REFRESH_INTERVAL. Claiming moves
-    ``next_refresh_at`` on in the same transaction that locks the rows (``skip_locked``: a second planner running
-    at the same moment takes other rows, or none), so each due time is enqueued once. Returns the number
-    enqueued.
-    """
-    from accounts.tasks import refresh_accounts
-
-    now = now or timezone.now()
-    rng = rng or random.Random()  # noqa: S311 - spreading times, not a secret
-    enqueue = enqueue or (lambda pks, planned: refresh_accounts.delay(pks, planned.isoformat()))
-    live = _refreshable().filter(
-        Q(connection__consent_valid_until__isnull=True) | Q(connection__consent_valid_until__gt=now)
-    )
-    # New accounts: a first time within the next interval, so that a thousand new accounts do not all go at once.
-    while True:
-        with transaction.atomic():
-            fresh = list(
-                BankAccount.objects.select_for_update(skip_locked=True)
-                .filter(pk__in=live.filter(next_refresh_at__isnull=True).values("pk")[:PLAN_BATCH])
-                .filter(next_refresh_at__isnull=True)
-            )
-            for account in fresh:
-                account.next_refresh_at = now + timedelta(seconds=rng.uniform(0, REFRESH_INTERVAL.total_seconds()))
-            BankAccount.objects.bulk_update(fresh, ["next_refresh_at"])
-        if len(fresh) < PLAN_BATCH:
-            break
-    enqueued = 0
-    while True:
-        with transaction.atomic():
-            due = list(
-                BankAccount.objects.select_for_update(skip_locked=True)
-                .filter(
-                    pk__in=live.filter(next_refresh_at__lte=now)
-                    .filter(Q(refresh_blocked_until__isnull=True) | Q(refresh_blocked_until__lte=now))
-                    .order_by("next_refresh_at")
-                    .values("pk")[:PLAN_BATCH]
-                )
-                .filter(next_refresh_at__lte=now)
-            )
-            for account in due:
-                account.next_refresh_at = _next_time(now, rng)
-            BankAccount.objects.bulk_update(due, ["next_refresh_at"])
-            claimed = [a.pk for a in due]
-            chunks = [claimed[i : i + TASK_ACCOUNTS] for i in range(0, len(claimed), TASK_ACCOUNTS)]
-            transaction.on_commit(lambda chunks=chunks: [enqueue(chunk, now) for chunk in chunks])
-        enqueued += len(claimed)
-        if len(claimed) < PLAN_BATCH:
-            break
-    return enqueued
 
 
 def refresh_due(*, account_ids: list[int], planned_at: datetime) -> dict[int, RefreshOutcome]:

@@ -4,28 +4,25 @@ budget."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, F, Prefetch, Q, QuerySet, Sum
+from django.db.models import F, Prefetch, Q, QuerySet, Sum
 from django.utils import formats, timezone
 from django.utils.translation import gettext_lazy as _
 
+from accounts.ledger import refresh_budgets
 from accounts.models import (
     BALANCE_TYPE_LABELS,
-    UNATTENDED_CALLS_PER_DAY,
-    UNATTENDED_WINDOW,
     AccountKind,
     BalanceSnapshot,
     BankAccount,
-    RefreshCall,
     Transaction,
     TransactionStatus,
 )
 from connections.models import ConnectionAccess, ConnectionState
-from tpp_portal.money import minor_units
+from core.money import minor_units
 from users.security import get_owned_or_404
 
 
@@ -42,53 +39,6 @@ def accounts_overview(*, user: Any) -> QuerySet[BankAccount]:
         .prefetch_related(Prefetch("balance_snapshots", queryset=latest, to_attr="latest_balances"))
         .order_by("connection__created_at", "connection_id", "kind", "name", "pk")
     )
-
-
-@dataclasses.dataclass(frozen=True)
-class RefreshBudget:
-    """The unattended-refresh allowance of one account (the bank's: 4 calls per kind per rolling 24 hours)."""
-
-    used: int  # unattended calls in the last 24 hours, the larger of balances and transactions
-    remaining: int
-    limit: int
-    next_due_at: datetime | None  # the next planned background refresh
-    blocked_until: datetime | None  # after the bank answered 429: no background call before this
-
-
-def refresh_budgets(*, account_ids: Iterable[int], now: datetime | None = None) -> dict[int, RefreshBudget]:
-    """The refresh budget of each account in ``account_ids`` (two queries, whatever their number). Unknown ids
-    are left out of the answer."""
-    ids = list(account_ids)
-    if not ids:
-        return {}
-    now = now or timezone.now()
-    # The bank counts per bank account: portal accounts on the same one (two users of one agreement) share it.
-    rows = list(
-        BankAccount.objects.filter(pk__in=ids).values_list(
-            "pk", "kind", "resource_id", "next_refresh_at", "refresh_blocked_until"
-        )
-    )
-    keys = {pk: f"{kind}:{resource_id}" for pk, kind, resource_id, _next, _blocked in rows}
-    used: dict[str, int] = {}
-    counts = (
-        RefreshCall.objects.filter(resource_key__in=set(keys.values()), reserved_at__gt=now - UNATTENDED_WINDOW)
-        .values("resource_key", "kind")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    for row in counts:
-        used[row["resource_key"]] = max(used.get(row["resource_key"], 0), row["n"])
-    budgets = {}
-    for pk, _kind, _resource_id, next_due_at, blocked_until in rows:
-        spent = used.get(keys[pk], 0)
-        budgets[pk] = RefreshBudget(
-            used=spent,
-            remaining=max(UNATTENDED_CALLS_PER_DAY - spent, 0),
-            limit=UNATTENDED_CALLS_PER_DAY,
-            next_due_at=next_due_at,
-            blocked_until=blocked_until if blocked_until is not None and blocked_until > now else None,
-        )
-    return budgets
 
 
 # --- the account pages (accounts/views.py) ----------------------------------------------------------
@@ -485,140 +435,6 @@ def latest_balances(*, account: BankAccount) -> list[BalanceSnapshot]:
         BalanceSnapshot.objects.filter(account=account, fetched_at=account.balances_refreshed_at).order_by(
             "balance_type"
         )
-    )
-
-
-# --- one transaction (accounts/views.py transaction_detail) ---------------------------------------------------
-
-#: Fields of the bank's records never shown to the user: opaque ids (not references anyone can use) and links.
-_HIDDEN_FIELDS = frozenset({"transactionId", "cardTransactionId", "resourceId", "_links"})
-
-
-@dataclasses.dataclass(frozen=True)
-class Party:
-    """The payer or the recipient of a transaction as the bank names them."""
-
-    name: str = ""
-    account: str = ""
-
-
-@dataclasses.dataclass(frozen=True)
-class TransactionFacts:
-    """What the transaction page shows, in the page's words: the transaction list's record, and over it the
-    bank's details record where the bank gave one (its fields win; some are only there)."""
-
-    debtor: Party | None
-    creditor: Party | None
-    booking_date: date | None
-    value_date: date | None
-    message: str
-    kid: str
-    references: list[str]  # structured remittance references other than a KID
-    end_to_end_id: str
-    entry_reference: str  # the bank's own reference of the entry, where it gives one
-    original_amount: tuple[Decimal, str] | None
-    bank_information: list[str]  # additionalInformation / additionalInformationProprietaryN
-    bank_transaction_code: str
-    record: list[tuple[str, str]]  # everything the bank sent, as (field, value), opaque ids and links left out
-
-
-def _text(value: Any) -> str:
-    return value.strip() if isinstance(value, str) else ""
-
-
-def _account_text(reference: Any) -> str:
-    if not isinstance(reference, dict):
-        return ""
-    for key in ("iban", "bban", "maskedPan", "pan", "msisdn"):
-        text = _text(reference.get(key))
-        if text:
-            return text
-    return ""
-
-
-def _day(value: Any, fallback: date | None) -> date | None:
-    if isinstance(value, str):
-        try:
-            return date.fromisoformat(value[:10])
-        except ValueError:
-            pass
-    return fallback
-
-
-def _record_pairs(raw: Any, prefix: str = "") -> list[tuple[str, str]]:
-    """A bank record as (field, value) pairs, nested fields as ``a.b``, lists as ``a[0]``."""
-    pairs: list[tuple[str, str]] = []
-    if isinstance(raw, dict):
-        for key, value in raw.items():
-            if (not prefix and key in _HIDDEN_FIELDS) or key == "_links":
-                continue
-            pairs.extend(_record_pairs(value, f"{prefix}.{key}" if prefix else str(key)))
-    elif isinstance(raw, list):
-        for index, value in enumerate(raw):
-            pairs.extend(_record_pairs(value, f"{prefix}[{index}]"))
-    elif raw is not None and raw != "":
-        pairs.append((prefix, str(raw)))
-    return pairs
-
-
-def _party(record: dict[str, Any], role: str) -> Party | None:
-    name = _text(record.get(f"{role}Name"))
-    account = _account_text(record.get(f"{role}Account"))
-    return Party(name=name, account=account) if name or account else None
-
-
-def transaction_facts(*, transaction: Transaction, details: dict[str, Any] | None) -> TransactionFacts:
-    """The facts of one transaction for its page, from the stored row and the bank's details record."""
-    tx = transaction
-    listed = tx.raw if isinstance(tx.raw, dict) else {}
-    record = {**listed, **(details or {})}
-    debtor, creditor = _party(record, "debtor"), _party(record, "creditor")
-    if debtor is None and creditor is None and (tx.counterparty_name or tx.counterparty_account):
-        counterparty = Party(name=tx.counterparty_name, account=tx.counterparty_account)
-        if tx.amount < 0:
-            creditor = counterparty
-        else:
-            debtor = counterparty
-    lines = [line for line in record.get("remittanceInformationUnstructuredArray") or [] if _text(line)]
-    message = "\n".join(_text(line) for line in lines) or _text(record.get("remittanceInformationUnstructured"))
-    kid = ""
-    references: list[str] = []
-    structured = record.get("remittanceInformationStructuredArray") or []
-    if record.get("remittanceInformationStructured"):
-        structured = [*structured, record["remittanceInformationStructured"]]
-    for item in structured if isinstance(structured, list) else []:
-        reference = _text(item.get("reference")) if isinstance(item, dict) else _text(item)
-        kind = _text(item.get("referenceType")).upper() if isinstance(item, dict) else ""
-        if reference and kind == "KID" and not kid:
-            kid = reference
-        elif reference and reference not in references:
-            references.append(reference)
-    kid = kid or tx.kid or _text(record.get("kid") or record.get("KID"))
-    original = record.get("originalAmount")
-    original_amount = None
-    if isinstance(original, dict) and _text(original.get("currency")):
-        try:
-            original_amount = (Decimal(str(original.get("amount"))), _text(original.get("currency")))
-        except ArithmeticError:
-            original_amount = None
-    information = [_text(record.get("additionalInformation"))] + [
-        _text(record[key]) for key in sorted(record) if key.startswith("additionalInformationProprietary")
-    ]
-    codes = [_text(record.get("proprietaryBankTransactionCode")), _text(record.get("bankTransactionCode"))]
-    return TransactionFacts(
-        debtor=debtor,
-        creditor=creditor,
-        booking_date=_day(record.get("bookingDate"), tx.booking_date),
-        value_date=_day(record.get("valueDate"), tx.value_date),
-        message=message or tx.remittance,
-        kid=kid,
-        references=references,
-        end_to_end_id=_text(record.get("endToEndIdentification")) or tx.end_to_end_id,
-        entry_reference=_text(record.get("entryReference")),
-        original_amount=original_amount,
-        bank_information=[text for text in information if text],
-        bank_transaction_code=" / ".join(code for code in codes if code),
-        record=_record_pairs(record),
     )
 
 

@@ -30,15 +30,9 @@ from accounts.models import (
     TransactionStatus,
 )
 from connections.models import BankConnection, ConnectionAccess, ConnectionState
-from connections.services import (
-    FetchOutcome,
-    FetchProblem,
-    ais_psu,
-    bank_problem,
-    connection_activate,
-    connection_without_accounts,
-)
-from tpp_portal.bank import bank_audit_context, bank_client
+from connections.outcomes import FetchOutcome, FetchProblem
+from connections.services import ais_psu, bank_problem, connection_activate, connection_without_accounts
+from core.bank import bank_audit_context, bank_client
 from xs2a import models as bank_models
 from xs2a.errors import Xs2aError
 from xs2a.psu import PsuContext

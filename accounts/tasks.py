@@ -7,8 +7,9 @@ from datetime import datetime
 
 from celery import shared_task
 
-from accounts.refresh import refresh_due, refresh_plan
-from tpp_portal.certificates import CertificateExpiredError, refuse_expired
+from accounts.planner import refresh_plan
+from accounts.refresh import refresh_due
+from core.certificates import CertificateExpiredError, refuse_expired
 
 logger = logging.getLogger(__name__)
 
@@ -16,7 +17,7 @@ logger = logging.getLogger(__name__)
 @shared_task(name="accounts.plan_refreshes", ignore_result=True)
 def plan_refreshes() -> int:
     """Enqueue the unattended refreshes that are due (beat, every 5 minutes). Two planners at once claim
-    disjoint accounts; the ledger (accounts.refresh.reserve) decides in any case. Nothing is planned while a
+    disjoint accounts; the ledger (accounts.ledger.reserve) decides in any case. Nothing is planned while a
     certificate of the bank connection has expired: each refresh would spend its reserved call on nothing."""
     try:
         refuse_expired()

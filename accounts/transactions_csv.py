@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from accounts.models import Transaction
-from tpp_portal import csvsafe
+from core import csvsafe
 
 HEADER = [
     "status",
@@ -30,7 +30,7 @@ HEADER = [
     "transaction_id",
 ]
 BOM = csvsafe.BOM
-#: The cells' rules live in one place for every export (tpp_portal/csvsafe.py).
+#: The cells' rules live in one place for every export (core/csvsafe.py).
 text_cell = csvsafe.text_cell
 amount_cell = csvsafe.amount_cell
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts import refresh, selectors, services, transactions_csv
+from accounts import ledger, refresh, selectors, services, transaction_facts, transactions_csv
 from accounts.forms import TransactionFilterForm
 from accounts.models import UNATTENDED_CALLS_PER_DAY, TransactionStatus
 from connections.psu import psu_presence
@@ -62,7 +62,7 @@ def account_detail(request, pk):
         "form": form,
         "query": query.urlencode(),
         "filters_active": any(value.strip() for value in query.values()),
-        "budget": selectors.refresh_budgets(account_ids=[account.pk]).get(account.pk),
+        "budget": ledger.refresh_budgets(account_ids=[account.pk]).get(account.pk),
         "history": selectors.balance_history(account=account),
         "balances": selectors.latest_balances(account=account),
         "page": None,
@@ -97,7 +97,7 @@ def transaction_detail(request, pk):
     record; when the bank cannot give them, the list's record with a note."""
     tx = selectors.transaction_for(user=request.user, pk=pk)
     details = services.transaction_details_read(transaction=tx, presence=psu_presence(request), actor=request.user)
-    facts = selectors.transaction_facts(transaction=tx, details=details.record)
+    facts = transaction_facts.transaction_facts(transaction=tx, details=details.record)
     return render(
         request,
         "accounts/transaction_detail.html",

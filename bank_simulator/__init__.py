@@ -2,7 +2,7 @@
 
 It has its own settings (``bank_simulator.settings``) and database, and the portal reaches it only over HTTP.
 Run its management commands with ``python -m bank_simulator <command>`` (``sandbox_initialize [--if-empty]``
-resets to the known state of facts.md section 1).
+resets to the known state of docs/bank-interface.md, reference 1).
 
 Where things are:
 
@@ -12,7 +12,8 @@ Where things are:
   only, PSU headers.
 - ``views/``: ``ais`` (accounts, balances, transactions, card accounts), ``consents`` (bank-offered consents,
   /v1/users, /v1/agreements), ``sandbox`` (mock data, clock), ``sca`` (the PSU's HTML screens), ``openapi``.
-- ``sca_purposes``: what an SCA approves, one handler per purpose; payments add theirs (dynamic linking).
+- ``sca_purposes``: what an SCA approves, one handler per purpose (``sca_handlers``: consents and identification;
+  payments add theirs, with dynamic linking).
 - ``services`` (writes), ``selectors`` (reads), ``history`` (generated transactions),
   ``clock`` (business time = real time + a stored offset), ``errors`` (tppMessages, section 7 codes only).
 

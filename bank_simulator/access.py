@@ -116,6 +116,7 @@ class VerifiedSignature:
     date: dt.datetime  # the signed Date header
 
 
+# Whole on purpose: the checks of spec 5.2-5.5 in the order a bank applies them, each failing with its own 400.
 def verify_signature(request: HttpRequest, *, real_now: dt.datetime) -> VerifiedSignature:
     """Spec 5.2-5.5 and the bank's own rules: every failure a 400 naming the rule.
 

@@ -151,6 +151,7 @@ class _Day:
         self.items.append(item)
 
 
+# Whole on purpose: the rules of one private customer's generated day (pay, rent, savings, spending) as data.
 def _private_main(d: _Day, *, employer: str, salary: Decimal, landlord: str, savings_iban: str) -> None:
     rng, day = d.rng, d.day
     if _is_payday(day, 25):

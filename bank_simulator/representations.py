@@ -1,4 +1,4 @@
-"""JSON shapes of the bank's answers (facts.md section 2; Berlin Group 1.3 names where the spec is silent).
+"""JSON shapes of the bank's answers (docs/bank-interface.md, reference 2; elsewhere Berlin Group 1.3's).
 
 Amounts are decimal strings with the currency's ISO 4217 minor units (x-accept-fix amount-as-string is the
 default since 2020). Links are relative to the base address and carry ``href`` and ``verbs``.

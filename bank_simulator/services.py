@@ -36,6 +36,8 @@ from bank_simulator.models import (
     Transaction,
     UnattendedAccess,
 )
+from bank_simulator.sca_purposes import PURPOSES
+from bank_simulator.selectors import tpp_session_sca_valid
 
 # What apps above this one reset with the sandbox (filled in their ready(): the payments' lost answers).
 SANDBOX_RESETS: list[Callable[[], None]] = []
@@ -97,7 +99,8 @@ class _KnownCustomer:
     employees: int = 0
 
 
-# facts.md section 1: two private customers (2 accounts + 1 card account each), two corporate (2 accounts each).
+# docs/bank-interface.md, reference 1: two private customers (2 accounts + 1 card account each), two
+# corporate (2 accounts each).
 KNOWN_CUSTOMERS = (
     _KnownCustomer(
         "13039319955",
@@ -229,8 +232,10 @@ def _masked_pan(seed: str) -> str:
     return f"5168 98** **** {digits}"
 
 
+# Whole on purpose: the sandbox's known state (docs/bank-interface.md, reference 1) written out as data, customer
+# by customer, in one transaction.
 def sandbox_initialize(*, now: dt.datetime, seed: str | None = None) -> list[Customer]:
-    """Reset to the known state of facts.md section 1: four customers, their accounts and a year of history.
+    """Reset to the known state (docs/bank-interface.md, reference 1): four customers, accounts, a year of history.
 
     Manually created customers and accounts go, and every consent, SCA and payment with them. The identifiers a
     TPP holds for the known customers stay: their PSU-IDs at each TPP (spec 5.6: the PSU-ID persists) and their
@@ -389,7 +394,7 @@ def customer_create(
     customer_id: str | None = None,
     private_agreement_id: uuid.UUID | None = None,
 ) -> Customer:
-    """A sandbox customer; a private customer gets its private agreement at once (facts.md section 1), with a
+    """A sandbox customer; a private one gets its agreement at once (docs/bank-interface.md, reference 1), with a
     random id unless ``private_agreement_id`` is given (a reset keeps the known customers' ids)."""
     if customer_type not in CustomerType.values:
         raise DomainError("customerType must be PRIVATE or CORPORATE.", field="customerType")
@@ -725,9 +730,6 @@ def sca_start(
 ) -> ScaSession:
     """A new SCA redirect. With a PSU-ID whose TPP session had an SCA within the hour, identification is skipped
     (spec section 3) except for purposes that need dynamic linking."""
-    from bank_simulator.sca_purposes import PURPOSES
-    from bank_simulator.selectors import tpp_session_sca_valid
-
     if purpose not in ScaPurpose.values:
         raise DomainError(f"unknown SCA purpose {purpose!r}")
     session = ScaSession(

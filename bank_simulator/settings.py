@@ -1,9 +1,10 @@
 """Settings of the sandbox bank, a service separate from the portal (own database, own process).
 
-Read from the environment with django-environ. Every malformed or missing value is collected in ``_problems`` and
-reported together at the end, one line each (``python -m bank_simulator`` prints them without a traceback);
-``BANK_SIM_ENV=production`` needs a real secret key, an https public address and the host names, and passes
-``check --deploy``.
+Read from the environment through the strict reader the portal uses too (``common.envconfig.Env``: secrets from
+``<NAME>_FILE``, an empty value counts as unset, booleans read strictly). Every malformed or missing value is
+collected in ``_problems`` and reported together at the end, one line each (``python -m bank_simulator`` prints
+them without a traceback); ``BANK_SIM_ENV=production`` needs a real secret key, an https public address and the
+host names, and passes ``check --deploy``.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from common.envconfig import Env
+
 BASE_DIR = Path(__file__).resolve().parent.parent
-env = environ.Env()
+env = Env()
 _problems: list[str] = []  # every configuration error, raised together at the end of this file
 
 
@@ -28,16 +30,18 @@ def _problem(message: str, fallback=None):
 
 
 def _read(name: str, default: str) -> str:
-    return env.str(name, default=default) or default
+    """The text of ``name`` (or of the file ``<name>_FILE`` names), ``default`` when unset or empty."""
+    try:
+        return env.str(name, default=default)
+    except ImproperlyConfigured as exc:  # an unreadable <name>_FILE: reported with the others
+        return _problem(str(exc), default)
 
 
 def _flag(name: str, default: bool) -> bool:
-    raw = _read(name, "true" if default else "false").strip().lower()
-    if raw in {"1", "true", "yes", "on"}:
-        return True
-    if raw in {"0", "false", "no", "off"}:
-        return False
-    return _problem(f"{name}: expected true or false, got {raw!r}", default)
+    try:
+        return env.bool(name, default=default)
+    except ImproperlyConfigured as exc:
+        return _problem(str(exc), default)
 
 
 def _decimal(name: str) -> Decimal | None:
@@ -253,7 +257,14 @@ STATIC_URL = "static/"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # UTC with the offset shown, whatever TIME_ZONE is (bank_simulator/logformat.py).
+    "formatters": {
+        "utc": {
+            "()": "bank_simulator.logformat.UtcFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s",
+        }
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "utc"}},
     "root": {"handlers": ["console"], "level": _read("LOG_LEVEL", "INFO")},
 }
 APPEND_SLASH = False  # the API has exact paths; a redirect would be an answer outside the OpenAPI document

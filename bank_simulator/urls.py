@@ -4,7 +4,7 @@ from django.urls import include, path
 from bank_simulator.access import methods
 from bank_simulator.views import ais, consents, health, openapi, sandbox, sca
 
-# Resource ids are opaque and may hold '!' and '=' (facts.md section 2): the default str converter keeps them.
+# Resource ids are opaque and may hold '!' and '=' (docs/bank-interface.md, reference 2): str keeps them.
 root = [
     path("healthz", health.healthz, name="healthz"),
     path("openapi.json", openapi.document, name="openapi"),

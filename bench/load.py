@@ -49,7 +49,7 @@ from bench.report import emit
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSWORD = "load test password 7"  # noqa: S105 - test users of a throwaway database
-IDENTITIES = ("13039319955", "12085592767")  # Private Customers 1 and 2 (facts.md section 1)
+IDENTITIES = ("13039319955", "12085592767")  # Private Customers 1 and 2 (docs/bank-interface.md, reference 1)
 
 
 @dataclass

@@ -84,9 +84,9 @@ def _measure(tmp: Path, presence) -> None:
 
         from connections.crypto import lookup_hash
         from connections.models import BankConnection
+        from core.bank import build_bank_client, client_config
         from payments.models import PaymentState
-        from payments.services.initiation import payment_submit
-        from tpp_portal.bank import build_bank_client, client_config
+        from payments.services.submission import payment_submit
         from xs2a.client import Xs2aClient
 
         psu_id = private_psu_id(presence)

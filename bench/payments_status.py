@@ -89,11 +89,11 @@ def _bank_clock(client, seconds: int = 0) -> datetime:
 
 def _run(label: str, *, user, connection, debtor: str, presence, amounts) -> dict:
     """Initiate, approve and poll PAYMENTS payments until final on simulated business time; count."""
+    from core.bank import bank_client
+    from core.models import BankCall
     from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentState
     from payments.services import polling
-    from payments.services.initiation import payment_submit
-    from tpp_portal.bank import bank_client
-    from tpp_portal.models import BankCall
+    from payments.services.submission import payment_submit
 
     client = bank_client()
     now = _bank_clock(client)

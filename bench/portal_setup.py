@@ -87,7 +87,7 @@ def private_psu_id(presence) -> str:
 
     import requests
 
-    from tpp_portal.bank import bank_client
+    from core.bank import bank_client
 
     answer = bank_client().consents.start(psu=dataclasses.replace(presence, context="PRIVATE"))
     href = answer.sca_redirect
@@ -102,7 +102,7 @@ def private_psu_id(presence) -> str:
 
 
 def main_iban(psu) -> str:
-    from tpp_portal.bank import bank_client
+    from core.bank import bank_client
 
     return next(a.iban for a in bank_client().accounts.list(psu=psu) if a.name == "Brukskonto")
 

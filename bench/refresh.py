@@ -13,7 +13,7 @@ way (each account costs the same two calls and one short transaction).
   customer through the bank's SCA screens, all accounts ticked (a PSU-ID each);
 - in the portal, seeded directly: a user, one active connection per customer, the accounts, all due now.
 
-Measured: the planner (``accounts.refresh.refresh_plan``) claims every due account and hands its tasks (a batch of
+Measured: the planner (``accounts.planner.refresh_plan``) claims every due account and hands its tasks (a batch of
 accounts each) to W worker processes, which run the task's work (``accounts.refresh.refresh_due``: the ledger
 reservation, the unattended balances read, the transaction pages, the storing, the audit rows); the clock stops
 when the last account is done. Reported: accounts/s (goal >= 100), unattended bank calls per account, database
@@ -67,7 +67,7 @@ def _identity_numbers(count: int, rng: random.Random) -> list[str]:
 
 
 def _bare_client():
-    from tpp_portal.bank import client_config
+    from core.bank import client_config
     from xs2a.client import Xs2aClient
 
     return Xs2aClient(client_config())  # no audit hook: set-up and baseline calls leave no BankCall rows
@@ -216,7 +216,7 @@ def _cycle(workers: int, bank_pids: list[int]) -> tuple[float, int, int, int, di
     """The cycle's wall time, outcome counts, queries and messages, and the CPU seconds each side used in it."""
     from django.db import connections
 
-    from accounts.refresh import refresh_plan
+    from accounts.planner import refresh_plan
 
     context = multiprocessing.get_context("fork")
     queue, results = context.Queue(), context.Queue()
@@ -253,7 +253,7 @@ def _cycle(workers: int, bank_pids: list[int]) -> tuple[float, int, int, int, di
 def _direct_reader(args) -> int:
     from datetime import UTC, datetime, timedelta
 
-    from accounts.refresh import TASK_ACCOUNTS
+    from accounts.planner import TASK_ACCOUNTS
     from accounts.sync import UNATTENDED_HISTORY_DAYS
     from xs2a.psu import PsuContext
 
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> None:
         with running_bank(Path(tmp)) as bank, portal_database(Path(tmp)) as database_url:
             setup_portal(database_url, bank.base_url)
             logging.disable(logging.WARNING)
-            from tpp_portal.models import BankCall
+            from core.models import BankCall
 
             started = time.perf_counter()
             consents = bank_accounts_setup(args.accounts, rng)

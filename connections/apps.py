@@ -7,8 +7,11 @@ class ConnectionsConfig(AppConfig):
     verbose_name = _("Bank connections")
 
     def ready(self):
-        from connections import plugins, views
+        from connections import metrics, plugins, views
         from connections.models import ScaPurpose
+        from core.metrics import state_source
+
+        state_source("consents", metrics.consent_gauges)
 
         for purpose in ScaPurpose.values:
             plugins.register_purpose(

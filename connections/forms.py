@@ -9,7 +9,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from connections.models import ConnectionAccess, PsuContextChoice
-from tpp_portal.bank import CALLBACK_STATE
+from core.bank import CALLBACK_STATE
 
 
 class ConnectForm(forms.Form):

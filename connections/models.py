@@ -1,7 +1,8 @@
 """Bank connections of portal users: the connection (one PSU identity, and in corporate context one agreement, at
 the bank), its event timeline, the state of each SCA redirect, and the consent reminders.
 
-Writes go through connections/services.py; every change of ``BankConnection.state`` goes through
+Writes go through connections/services.py (SCA states through connections/sca.py, TPP sessions through
+connections/sessions.py); every change of ``BankConnection.state`` goes through
 ``services.connection_transition``, which appends a ``ConnectionEvent``. Field labels are for operators (admin,
 support) and stay English, out of the nb catalogue; the choice labels are shown to users and are translated.
 """
@@ -148,7 +149,8 @@ class ConnectionEvent(models.Model):
 
 class ScaPurpose(models.TextChoices):
     """The purposes of SCA that this app starts. Another app adds its own (payments: "payment") by registering a
-    handler for it (connections.sca.register); the callback hands each state to its purpose's handler."""
+    handler for it (connections.plugins.register_purpose, in its AppConfig.ready()); the callback hands each state
+    to its purpose's handler."""
 
     CONNECT = "connect", _("Connect a bank")  # bank-offered consent for a new connection
     RECONNECT = "reconnect", _("Reconnect")  # new consent for an existing connection (same PSU)
@@ -204,7 +206,7 @@ class ScaState(models.Model):
     )
     # SHA-256 of the Django session key: the session must be the same, and the key itself is not copied.
     session_key_hash = models.CharField("session", max_length=64)
-    # A purpose registered in connections.sca (ScaPurpose, or another app's): its handler takes the callback.
+    # A purpose registered in connections.plugins (ScaPurpose, or another app's): its handler takes the callback.
     purpose = models.CharField("purpose", max_length=20)
     context = models.CharField("context", max_length=10, choices=PsuContextChoice.choices)
     connection = models.ForeignKey(

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from django.http import HttpRequest, HttpResponse
 
     from connections.models import BankConnection, ScaState
-    from connections.services import FetchOutcome, ScaReturn
+    from connections.outcomes import FetchOutcome, ScaReturn
     from xs2a.psu import PsuContext
 
 

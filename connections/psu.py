@@ -11,7 +11,7 @@ import ipaddress
 
 from django.http import HttpRequest
 
-from tpp_portal.clientip import client_ip
+from core.clientip import client_ip
 from xs2a.psu import PsuContext
 
 _FORWARDED = {
@@ -36,7 +36,7 @@ def _clean(value: str | None) -> str | None:
 def psu_presence(request: HttpRequest) -> PsuContext:
     """PsuContext of a request the PSU is making now (PSU-IP-Address and the live-request headers).
 
-    The address is the one django-axes uses too (``tpp_portal.clientip``): REMOTE_ADDR, or behind
+    The address is the one django-axes uses too (``core.clientip``): REMOTE_ADDR, or behind
     TRUSTED_PROXY_COUNT reverse proxies the client address they forwarded, never a header the client controls.
     """
     address = (client_ip(request) or "").strip()

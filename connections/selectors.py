@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from connections.models import BankConnection, ConnectionState, PsuContextChoice
-from tpp_portal.bank import bank_audit_context, bank_client
+from core.bank import bank_audit_context, bank_client
 from users.security import get_owned_or_404
 from xs2a import models as bank_models
 from xs2a.psu import PsuContext

@@ -2,7 +2,7 @@ from django.urls import path
 
 from connections import views
 
-# tpp_portal.bank.CALLBACK_PATH is the TPP-Redirect-URI sent to the bank: keep "bank/callback" in step with it.
+# core.bank.CALLBACK_PATH is the TPP-Redirect-URI sent to the bank: keep "bank/callback" in step with it.
 urlpatterns = [
     path("bank/callback", views.callback, name="bank-callback"),
     path("bank/connect/", views.connect, name="bank-connect"),

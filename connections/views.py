@@ -2,7 +2,7 @@
 purposes, the connections page (reconnect, disconnect, agreements). Thin: forms check, services write, selectors
 read.
 
-The callback checks what every purpose shares (connections.services.sca_return_accept: the state, the PSU-ID's
+The callback checks what every purpose shares (connections.sca.sca_return_accept: the state, the PSU-ID's
 owner, the PSU-ID and the agreement confirmed by the bank in the SCA's own TPP session), then hands the result to
 the handler registered for the state's purpose (connections.plugins): this module's for connecting, payments' for
 approving a payment.
@@ -19,7 +19,15 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from connections import plugins, selectors, services
+from connections import plugins, sca, selectors, services
+from connections.errors import (
+    AppApprovalNotOffered,
+    BankStartFailed,
+    IdentityMismatch,
+    IdentityRefused,
+    IdentityUnconfirmed,
+    ScaStateRejected,
+)
 from connections.forms import (
     AgreementForm,
     ConnectForm,
@@ -29,8 +37,9 @@ from connections.forms import (
     failure_context,
 )
 from connections.models import ConnectionAccess, IdentityRefusal, PsuContextChoice, ScaPurpose
+from connections.outcomes import FetchOutcome, FetchProblem, ScaReturn
 from connections.psu import psu_presence
-from tpp_portal.bank import CALLBACK_STATE
+from core.bank import CALLBACK_STATE
 from users.security import sensitive_page, session_authenticated_at_bank
 from xs2a.errors import Xs2aError
 
@@ -40,10 +49,10 @@ logger = logging.getLogger(__name__)
 def _to_bank(request, **start):
     """Start SCA and send the PSU's browser to the bank's scaRedirect (the only redirect out of the portal)."""
     try:
-        href = services.sca_start(
+        href = sca.sca_start(
             user=request.user, session_key=request.session.session_key, presence=psu_presence(request), **start
         )
-    except services.AppApprovalNotOffered:
+    except AppApprovalNotOffered:
         messages.error(
             request,
             _(
@@ -52,26 +61,26 @@ def _to_bank(request, **start):
             ),
         )
         return None
-    except (Xs2aError, services.BankStartFailed) as exc:
+    except (Xs2aError, BankStartFailed) as exc:
         logger.warning("SCA not started", extra={"error": type(exc).__name__})
         messages.error(request, _("The bank could not start the authentication. Please try again later."))
         return None
     return redirect(href)
 
 
-def report(request, outcome: services.FetchOutcome | None) -> None:
+def report(request, outcome: FetchOutcome | None) -> None:
     """The bank's answer to a use of a connection, as a message for the user."""
     if outcome is None:
         return
-    if outcome.problem == services.FetchProblem.NEEDS_RECONNECT:
+    if outcome.problem == FetchProblem.NEEDS_RECONNECT:
         messages.warning(request, _("The bank asks you to confirm your consent again. Use Reconnect."))
-    elif outcome.problem == services.FetchProblem.LIMIT:
+    elif outcome.problem == FetchProblem.LIMIT:
         if outcome.retry_at:
             when = formats.date_format(outcome.retry_at, "DATETIME_FORMAT")
             messages.warning(request, _("The bank's limit is reached; try again after %(when)s.") % {"when": when})
         else:
             messages.warning(request, _("The bank's limit is reached; try again later."))
-    elif outcome.problem == services.FetchProblem.NO_ACCOUNTS:
+    elif outcome.problem == FetchProblem.NO_ACCOUNTS:
         messages.warning(
             request,
             _(
@@ -79,9 +88,9 @@ def report(request, outcome: services.FetchOutcome | None) -> None:
                 "the accounts you want to share."
             ),
         )
-    elif outcome.problem == services.FetchProblem.UNAVAILABLE:
+    elif outcome.problem == FetchProblem.UNAVAILABLE:
         messages.error(request, _("The bank did not answer as expected. Please try again later."))
-    elif outcome.problem == services.FetchProblem.INCOMPLETE:
+    elif outcome.problem == FetchProblem.INCOMPLETE:
         messages.warning(
             request, outcome.message or _("Your bank is connected, but not everything could be read yet.")
         )
@@ -118,7 +127,7 @@ def callback(request):
     """
     code = callback_failure(request.GET)
     if code is not None:
-        state = services.sca_state_open(
+        state = sca.sca_state_open(
             user=request.user, session_key=request.session.session_key, token=callback_state(request.GET)
         )
         if state is not None:
@@ -135,36 +144,36 @@ def callback(request):
         logger.info("SCA callback malformed", extra={"parameter": wrong})
         return _rejected(request, "malformed")
     try:
-        sca_return = services.sca_return_accept(
+        sca_return = sca.sca_return_accept(
             user=request.user,
             session_key=request.session.session_key,
-            params=services.CallbackParams(**params),
+            params=sca.CallbackParams(**params),
             presence=psu_presence(request),
         )
-    except services.ScaStateRejected as exc:
+    except ScaStateRejected as exc:
         logger.info("SCA callback rejected", extra={"reason": exc.reason})
         return _rejected(request, exc.reason)
-    except services.IdentityRefused as exc:
+    except IdentityRefused as exc:
         if exc.reason == IdentityRefusal.Reason.SESSION_UNCONFIRMED:
             # The bank did not confirm the PSU-ID in this SCA's session: say no more than that (an attacker who
             # wrote another customer's PSU-ID into the address learns nothing about it).
             return render(request, "connections/callback_not_confirmed.html", status=400)
         return _rejected(request, "refused")
-    except services.IdentityUnconfirmed:
+    except IdentityUnconfirmed:
         return _rejected(request, "unconfirmed")
     # The user proved themselves to the bank a moment ago: no password again for the next few minutes.
     session_authenticated_at_bank(request)
     return plugins.purpose(sca_return.state.purpose).accept(request, sca_return)
 
 
-def connection_sca_accept(request, sca_return: services.ScaReturn):
+def connection_sca_accept(request, sca_return: ScaReturn):
     """This app's purposes (connect, reconnect, agreement, users): the connection established, then, for
     account information, what the other apps read with the new consent while the PSU is here."""
     try:
         connection = services.connection_establish(sca_return=sca_return)
-    except services.IdentityMismatch:
+    except IdentityMismatch:
         return _rejected(request, "identity")
-    except services.ScaStateRejected as exc:
+    except ScaStateRejected as exc:
         return _rejected(request, exc.reason)
     context_changed(request, asked=sca_return.state.context, chosen=sca_return.context)
     if connection.access == ConnectionAccess.PAYMENTS:

@@ -8,9 +8,11 @@ class PaymentsConfig(AppConfig):
 
     def ready(self) -> None:
         from connections import plugins
-        from payments import views_initiation
-        from payments.services.authorisation import PAYMENT_PURPOSE
+        from core.metrics import state_source
+        from payments import metrics, views_initiation
+        from payments.services.approval_steps import PAYMENT_PURPOSE
 
+        state_source("payments", metrics.status_gauges)
         plugins.register_purpose(
             PAYMENT_PURPOSE, accept=views_initiation.payment_sca_accept, failed=views_initiation.payment_sca_failed
         )

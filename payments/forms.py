@@ -1,4 +1,4 @@
-"""The cross-border payment form (bank-api-spec.md 2.1-2.6 and 8). Every rule is a validator in
+"""The cross-border payment form (docs/bank-interface.md, spec 2.1-2.6 and 8). Every rule is a validator in
 payments.validators or payments.instructions.cross_field_errors; the form only wires them to fields.
 
 Two journeys share the form:
@@ -10,24 +10,24 @@ Two journeys share the form:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
-from decimal import Decimal, InvalidOperation
 
-from babel import Locale, UnknownLocaleError
-from babel.numbers import get_currency_name
 from django import forms
 from django.core.exceptions import ValidationError
-from django.utils import formats
-from django.utils.translation import get_language, to_locale
 from django.utils.translation import gettext_lazy as _
-from iso4217 import Currency
 from stdnum.exceptions import ValidationError as StdnumValidationError
-from stdnum.no import fodselsnummer, kontonr
+from stdnum.no import kontonr
 
 from payments import validators as v
+from payments.forms_fields import (
+    AmountField,
+    country_choices,
+    currency_choices,
+    regulatory_code_choices,
+    text_field,
+)
 from payments.instructions import (
     ADDRESS_FIELDS,
     AccountReference,
@@ -37,17 +37,9 @@ from payments.instructions import (
     initiation_body,
     initiation_body_json,
 )
+from payments.reporting_text import basis_help
 from payments.selectors import ReportingBasis, ReportingRequirement, regulatory_threshold_nok, reporting_bases
-from payments.spec import (
-    COUNTRIES,
-    CURRENCIES,
-    NOK,
-    REGULATORY_CODE_GROUPS,
-    REGULATORY_CODE_NORWEGIAN_NAMES,
-    Limits,
-    PurposeCode,
-    RegulatoryReportingCode,
-)
+from payments.spec import CURRENCIES, NOK, Limits, PurposeCode
 
 DEBTOR_COUNTRY = "NO"  # the bank is Norwegian: the account paid from is a Norwegian account
 
@@ -66,133 +58,6 @@ class DebtorAccountOption:
         return AccountReference(currency=self.currency, iban=self.iban, bban="" if self.iban else self.bban)
 
 
-def _babel_locale() -> Locale:
-    try:
-        return Locale.parse(to_locale(get_language() or "en"))
-    except (UnknownLocaleError, ValueError):
-        return Locale("en")
-
-
-#: The currencies people here pay in most, offered first in this order; the rest follow by code.
-FIRST_CURRENCIES: tuple[str, ...] = (NOK, "EUR", "USD", "SEK", "DKK", "GBP")
-
-
-def is_current_iso_currency(code: str) -> bool:
-    """Whether ISO 4217 lists ``code`` today (the iso4217 package's table). The bank's list also holds withdrawn
-    codes (HRK, BGN, VEF ...) and local issues that ISO never listed (GGP, JEP, IMP, TVD, SPL)."""
-    try:
-        Currency(code)
-    except ValueError:
-        return False
-    return True
-
-
-def currency_choices() -> list:
-    """The bank's currencies, "EUR - Euro" in the active language, grouped for a <select>: the most used first
-    (FIRST_CURRENCIES), then the other current ISO 4217 codes by code, then, last, the withdrawn and unofficial
-    codes the bank still accepts (kept so that nobody who needs one is refused, but not offered first-class)."""
-    locale = _babel_locale()
-
-    def choice(code: str) -> tuple[str, str]:
-        name = get_currency_name(code, locale=locale)
-        return code, code if name == code else f"{code} - {name}"
-
-    rest = sorted(code for code in CURRENCIES if code not in FIRST_CURRENCIES)
-    return [
-        (_("Most used"), [choice(code) for code in FIRST_CURRENCIES]),
-        (_("Other currencies"), [choice(code) for code in rest if is_current_iso_currency(code)]),
-        (_("Withdrawn or unofficial codes"), [choice(code) for code in rest if not is_current_iso_currency(code)]),
-    ]
-
-
-def country_choices() -> list[tuple[str, str]]:
-    """The bank's countries by name in the active language."""
-    territories = _babel_locale().territories
-    return sorted(((code, territories.get(code, code)) for code in COUNTRIES), key=lambda choice: choice[1])
-
-
-def regulatory_code_choices() -> list:
-    """Grouped as the tax authority groups them: "29 - Other purchase or sale of services (Annet kjøp/...)"."""
-    labels = dict(RegulatoryReportingCode.choices)
-    return [("", _("No code"))] + [
-        (
-            group,
-            [(code, f"{code} - {labels[code]} ({REGULATORY_CODE_NORWEGIAN_NAMES[code]})") for code in codes],
-        )
-        for group, codes in REGULATORY_CODE_GROUPS
-    ]
-
-
-def _text(
-    label, *, max_length: int, required: bool = False, help_text="", validators=(), error_messages=None
-) -> forms.CharField:
-    # No CharField(max_length=...): its message would repeat ours. The maxlength attribute is not rendered as such
-    # (it would cut silently): includes/field.html counts the characters as the user types (portal_forms).
-    return forms.CharField(
-        label=label,
-        required=required,
-        help_text=help_text,
-        validators=[*validators] or [lambda value: v.validate_text(value, max_length=max_length)],
-        widget=forms.TextInput(attrs={"maxlength": max_length}),
-        error_messages=error_messages,
-    )
-
-
-#: An amount as people type it, once the spaces are gone: ASCII digits, one optional decimal separator, an optional
-#: sign (a minus is then refused as "not more than zero", which says more than "not a number").
-_PLAIN_AMOUNT = re.compile(r"[+-]?[0-9]+(?:[.,][0-9]+)?|[+-]?[.,][0-9]+", re.ASCII)
-
-
-class AmountField(forms.DecimalField):
-    """A DecimalField that also accepts the spaces people group digits with ("150 000", "1 250,50" in nb).
-
-    Only the active language's decimal separator is accepted, and the other of "." and "," is refused with a
-    message saying so: in Norwegian "150.000" means 150 000 (a point groups thousands), while Python would read
-    150, and in English "150,000" could be either. Spaces are the one grouping accepted in both languages.
-
-    Only ASCII digits: Python's Decimal would also read "1_000", Arabic-Indic and full-width digits, exponents
-    ("1e5") and "NaN", none of which a person means as an amount here.
-
-    Zeros typed beyond ``decimal_places`` are dropped ("100.000000" is 100.00000), so that, as
-    payments.validators.validate_amount says, the value is checked and not the typing; a non-zero digit there
-    is still refused (max_decimal_places).
-    """
-
-    default_error_messages = {
-        "point_in_comma_locale": _(
-            "Write the amount without points: use a comma for decimals and a space (or nothing) between "
-            "thousands, for example 150 000 or 1 250,50."
-        ),
-        "comma_in_point_locale": _(
-            "Write the amount without commas: use a point for decimals and a space (or nothing) between "
-            "thousands, for example 150 000 or 1 250.50."
-        ),
-        "not_digits": _("Write the amount with the digits 0-9 only, for example 150 000 or 1 250.50."),
-    }
-
-    def to_python(self, value):
-        if isinstance(value, str):
-            value = "".join(value.split()).replace("\u202f", "")
-            decimal_separator = formats.get_format("DECIMAL_SEPARATOR") if self.localize else "."
-            if decimal_separator == "," and "." in value:
-                raise ValidationError(self.error_messages["point_in_comma_locale"], code="point_in_comma_locale")
-            if decimal_separator == "." and "," in value:
-                raise ValidationError(self.error_messages["comma_in_point_locale"], code="comma_in_point_locale")
-            if value and not _PLAIN_AMOUNT.fullmatch(value):
-                if any(char == "_" or (char.isdigit() and not char.isascii()) for char in value):
-                    raise ValidationError(self.error_messages["not_digits"], code="not_digits")
-                raise ValidationError(self.error_messages["invalid"], code="invalid")
-        number = super().to_python(value)
-        if number is not None and self.decimal_places is not None and number.is_finite():
-            step = Decimal(1).scaleb(-self.decimal_places)
-            try:
-                if -number.as_tuple().exponent > self.decimal_places and number == number.quantize(step):
-                    number = number.quantize(step)
-            except InvalidOperation:  # more digits than the context holds: max_digits refuses it
-                pass
-        return number
-
-
 class CrossBorderPaymentForm(forms.Form):
     # debtor_account (and debtor_account_currency) are added in __init__ for the journey in use.
     amount = AmountField(
@@ -209,7 +74,7 @@ class CrossBorderPaymentForm(forms.Form):
         },
     )
     currency = forms.ChoiceField(label=_("Currency"), initial=NOK)
-    creditor_name = _text(
+    creditor_name = text_field(
         _("Recipient's name"),
         max_length=Limits.CREDITOR_NAME_MAX,
         required=True,
@@ -233,12 +98,12 @@ class CrossBorderPaymentForm(forms.Form):
         help_text=_("Required when you give an account number instead of an IBAN."),
         widget=forms.TextInput(attrs={"maxlength": 14, "autocomplete": "off", "spellcheck": "false"}),
     )
-    creditor_street = _text(_("Street"), max_length=Limits.STREET_MAX, validators=[v.validate_street])
-    creditor_building_number = _text(_("Building number"), max_length=Limits.BUILDING_NUMBER_MAX)
-    creditor_postal_code = _text(_("Postal code"), max_length=Limits.POSTAL_CODE_MAX)
-    creditor_city = _text(_("City"), max_length=Limits.CITY_MAX)
+    creditor_street = text_field(_("Street"), max_length=Limits.STREET_MAX, validators=[v.validate_street])
+    creditor_building_number = text_field(_("Building number"), max_length=Limits.BUILDING_NUMBER_MAX)
+    creditor_postal_code = text_field(_("Postal code"), max_length=Limits.POSTAL_CODE_MAX)
+    creditor_city = text_field(_("City"), max_length=Limits.CITY_MAX)
     creditor_country = forms.ChoiceField(label=_("Country"), required=False)
-    remittance_information = _text(
+    remittance_information = text_field(
         _("Message to the recipient"),
         max_length=Limits.MESSAGE_MAX,
         help_text=_(
@@ -265,7 +130,7 @@ class CrossBorderPaymentForm(forms.Form):
         # Replaced in __init__ by the chosen currency's: from which amount, at which rate (_reporting_help).
         help_text=_("Required for payments of 100 000 NOK or more, or the equivalent in another currency."),
     )
-    regulatory_reporting_information = _text(
+    regulatory_reporting_information = text_field(
         _("Purpose of the payment (for the tax authority)"),
         max_length=Limits.REGULATORY_INFORMATION_MAX,
         validators=[v.validate_regulatory_reporting_information],
@@ -327,8 +192,6 @@ class CrossBorderPaymentForm(forms.Form):
         """Per currency with a usable rate (and NOK): from which amount reporting is asked, at which rate (figure,
         date, source, age) and with which margin; under "*" the text of every currency without one, its code as
         ``{currency}``. The help text of the payment type code is the chosen currency's."""
-        from payments.reporting_text import basis_help  # the texts need the models
-
         bases = reporting_bases(on_date=self.today, currencies=CURRENCIES)
         threshold = regulatory_threshold_nok()
         texts = {
@@ -572,53 +435,3 @@ class DomesticPaymentForm(CrossBorderPaymentForm):
             requested_execution_date=data["requested_execution_date"],
             kid=data["kid"],
         )
-
-
-# --- the review page ------------------------------------------------------------------------------------------
-
-
-def in_app_field() -> forms.BooleanField:
-    """TPP-Redirect-Preferred: false, asked for by the payer."""
-    return forms.BooleanField(
-        label=_("Approve in my bank's app instead of the browser"),
-        required=False,
-        help_text=_("Where your bank offers it, you confirm in its app on your phone."),
-    )
-
-
-class ApproveForm(forms.Form):
-    """The button that sends a signer to the bank to approve a payment (again)."""
-
-    in_app = in_app_field()
-
-
-class PaymentSubmitForm(forms.Form):
-    """The review page's form: the idempotency key it was shown with, and for single SCA (no bank connection)
-    the payer's national identity number (fødselsnummer), sent once as X-PSU-IDENTITY and never stored in
-    clear."""
-
-    idempotency_key = forms.UUIDField(widget=forms.HiddenInput)
-    national_identity_number = forms.CharField(
-        label=_("Your national identity number (fødselsnummer)"),
-        help_text=_("11 digits. The bank uses it to find you; you approve the payment at the bank."),
-        widget=forms.TextInput(
-            attrs={"inputmode": "numeric", "autocomplete": "off", "maxlength": 13, "spellcheck": "false"}
-        ),
-        error_messages={"required": _("Enter your national identity number (11 digits).")},
-    )
-    in_app = in_app_field()
-
-    def __init__(self, *args, needs_identity: bool, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        if not needs_identity:
-            del self.fields["national_identity_number"]
-
-    def clean_national_identity_number(self) -> str:
-        value = "".join(self.cleaned_data["national_identity_number"].split())
-        try:
-            return fodselsnummer.validate(value)
-        except StdnumValidationError:
-            raise ValidationError(
-                _("This is not a valid national identity number: 11 digits with two check digits."),
-                code="fodselsnummer_invalid",
-            ) from None

@@ -1,8 +1,10 @@
 """A cross-border payment instruction, its validation as a whole, and the exact JSON body of spec 2.1.
 
 ``PaymentInstruction`` is what the user asked for, already normalised (compact IBAN, upper-case BIC, stripped
-texts). ``initiation_body`` turns it into the body the bank receives, and ``initiation_body_json`` into the
-exact bytes; the review page shows that body, and the bank client sends those bytes. ``validate_instruction``
+texts). ``payment_initiation`` turns it into the bank client's typed body (``xs2a.models.PaymentInitiation``;
+``initiation_body`` is that body as a JSON object) and ``initiation_body_json`` into its exact bytes, written
+by the client's own serialiser: the payment stores those bytes, the review page shows them, and the bank client
+sends them as they are, the first time and after a lost answer. ``validate_instruction``
 checks every rule of spec 2.1-2.6 and 8 for callers that do not go through the form (services, imports);
 the form uses the same per-field validators and ``cross_field_errors``.
 """
@@ -10,7 +12,6 @@ the form uses the same per-field validators and ``cross_field_errors``.
 from __future__ import annotations
 
 import dataclasses
-import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,9 +21,12 @@ from decimal import Decimal
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
+from core.money import minor_units
 from payments import validators as v
+from payments.reporting_text import reporting_error_text
 from payments.selectors import ReportingRequirement, regulatory_reporting_requirement
-from tpp_portal.money import minor_units
+from xs2a import models as bank_models
+from xs2a.services.payments import initiation_bytes
 
 
 @dataclass(frozen=True)
@@ -37,12 +41,8 @@ class AccountReference:
         if bool(self.iban) == bool(self.bban):
             raise ValueError("an account reference has exactly one of iban and bban")
 
-    def as_json(self) -> dict[str, str]:
-        return (
-            {"iban": self.iban, "currency": self.currency}
-            if self.iban
-            else {"bban": self.bban, "currency": self.currency}
-        )
+    def for_bank(self) -> bank_models.AccountReference:
+        return bank_models.AccountReference(currency=self.currency, iban=self.iban or None, bban=self.bban or None)
 
 
 @dataclass(frozen=True)
@@ -55,15 +55,14 @@ class CreditorAddress:
     postal_code: str = ""
     city: str = ""
 
-    def as_json(self) -> dict[str, str]:
-        body = {
-            "street": self.street,
-            "buildingNumber": self.building_number,
-            "postalCode": self.postal_code,
-            "city": self.city,
-            "country": self.country,
-        }
-        return {key: value for key, value in body.items() if value}
+    def for_bank(self) -> bank_models.Address:
+        return bank_models.Address(
+            country=self.country,
+            street=self.street or None,
+            building_number=self.building_number or None,
+            postal_code=self.postal_code or None,
+            city=self.city or None,
+        )
 
 
 @dataclass(frozen=True)
@@ -100,10 +99,10 @@ def with_reference(instruction: PaymentInstruction, reference: str) -> PaymentIn
     return dataclasses.replace(instruction, remittance_information=message)
 
 
-def format_amount(amount: Decimal, currency: str) -> str:
-    """``amount`` as a decimal string with exactly the currency's ISO 4217 minor-unit digits: never rounds.
+def bank_amount(amount: Decimal, currency: str) -> Decimal:
+    """``amount`` with exactly the currency's ISO 4217 minor-unit digits: never rounds.
 
-    100 EUR -> "100.00", 100.5 EUR -> "100.50", 1500 JPY -> "1500", 1.5 KWD -> "1.500".
+    100 EUR -> 100.00, 100.5 EUR -> 100.50, 1500 JPY -> 1500, 1.5 KWD -> 1.500.
     Raises ValueError when the amount has more fraction digits than the currency (validate first).
     """
     if not isinstance(amount, Decimal):
@@ -112,42 +111,49 @@ def format_amount(amount: Decimal, currency: str) -> str:
     quantised = amount.quantize(quantum)
     if quantised != amount:
         raise ValueError(f"{amount} has more fraction digits than {currency} allows")
-    return f"{quantised:f}"
+    return quantised
+
+
+def format_amount(amount: Decimal, currency: str) -> str:
+    """``bank_amount`` as the bank's decimal string: "100.00" EUR, "1500" JPY, "1.500" KWD."""
+    return f"{bank_amount(amount, currency):f}"
+
+
+def payment_initiation(instruction: PaymentInstruction) -> bank_models.PaymentInitiation:
+    """The body of spec 2.1 as the bank client's typed record; optional fields are left out when empty."""
+    return bank_models.PaymentInitiation(
+        instructed_amount=bank_models.Amount(
+            bank_amount(instruction.amount, instruction.currency), instruction.currency
+        ),
+        creditor_name=instruction.creditor_name,
+        creditor_account=instruction.creditor_account.for_bank(),
+        debtor_account=instruction.debtor_account.for_bank(),
+        creditor_agent=instruction.creditor_agent or None,
+        creditor_address=(
+            instruction.creditor_address.for_bank() if instruction.creditor_address is not None else None
+        ),
+        remittance_information_unstructured=instruction.remittance_information or None,
+        # The KID as the bank's own transactions carry it (spec 2.x remarks; docs/bank-interface.md).
+        remittance_information_structured_array=(
+            [bank_models.StructuredRemittance(reference=instruction.kid, reference_type="KID")]
+            if instruction.kid
+            else []
+        ),
+        purpose_code=instruction.purpose_code or None,
+        requested_execution_date=instruction.requested_execution_date,
+        regulatory_reporting_code=instruction.regulatory_reporting_code or None,
+        regulatory_reporting_information=instruction.regulatory_reporting_information or None,
+    )
 
 
 def initiation_body(instruction: PaymentInstruction) -> dict:
-    """The JSON body of spec 2.1, keys in the spec's order, optional fields left out when empty."""
-    body: dict = {
-        "instructedAmount": {
-            "amount": format_amount(instruction.amount, instruction.currency),
-            "currency": instruction.currency,
-        },
-        "creditorName": instruction.creditor_name,
-    }
-    if instruction.creditor_agent:
-        body["creditorAgent"] = instruction.creditor_agent
-    body["creditorAccount"] = instruction.creditor_account.as_json()
-    if instruction.creditor_address is not None:
-        body["creditorAddress"] = instruction.creditor_address.as_json()
-    body["debtorAccount"] = instruction.debtor_account.as_json()
-    if instruction.remittance_information:
-        body["remittanceInformationUnstructured"] = instruction.remittance_information
-    if instruction.kid:  # as the bank's own transactions carry it (spec 2.x remarks; docs/bank-interface.md)
-        body["remittanceInformationStructuredArray"] = [{"reference": instruction.kid, "referenceType": "KID"}]
-    if instruction.purpose_code:
-        body["purposeCode"] = instruction.purpose_code
-    if instruction.requested_execution_date is not None:
-        body["requestedExecutionDate"] = instruction.requested_execution_date.isoformat()
-    if instruction.regulatory_reporting_code:
-        body["regulatoryReportingCode"] = instruction.regulatory_reporting_code
-    if instruction.regulatory_reporting_information:
-        body["regulatoryReportingInformation"] = instruction.regulatory_reporting_information
-    return body
+    """That body as a JSON object (what the form's review reads)."""
+    return payment_initiation(instruction).to_json()
 
 
 def initiation_body_json(instruction: PaymentInstruction) -> bytes:
-    """The exact bytes to send (and to digest): compact UTF-8 JSON, non-ASCII characters as themselves."""
-    return json.dumps(initiation_body(instruction), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    """The exact bytes to store, show and send (and to digest), written by the bank client's serialiser."""
+    return initiation_bytes(payment_initiation(instruction))
 
 
 # The bank's field paths (tppMessages[].path) and the form fields they belong to, so the bank's messages can
@@ -255,11 +261,11 @@ def cross_field_errors(
 
 
 def _reporting_error(decision: ReportingRequirement, code: str) -> ValidationError:
-    from payments.reporting_text import reporting_error_text  # the texts need the models; this module does not
-
     return ValidationError(reporting_error_text(decision), code=code)
 
 
+# Whole on purpose: every rule of spec 2.1-2.6 and 8 in the form's field order, all failures collected into one
+# ValidationError so the payer sees them together.
 def validate_instruction(instruction: PaymentInstruction, *, today: date | None = None) -> ReportingRequirement:
     """Check every rule of spec 2.1-2.6 and 8; raise ValidationError({field: [...]}) naming each failure.
 

@@ -10,8 +10,8 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from connections.crypto import EncryptedTextField
+from core.money import amount_plain
 from payments.validators import validate_currency
-from tpp_portal.money import amount_plain
 
 
 class ExchangeRateSource(models.TextChoices):
@@ -158,7 +158,8 @@ class Payment(models.Model):
     # into one row.
     idempotency_key = models.UUIDField("idempotency key", unique=True, editable=False)
     # Made when the payment form is first shown and carried by every post of it (Back, reload, a second tab): a
-    # form already sent shows its payment instead of making another (payments.services.initiation.intent_payment).
+    # form already sent shows its payment instead of making another
+    # (payments.services.drafts.payment_draft_create).
     intent_key = models.UUIDField("intent key", null=True, blank=True, editable=False)
     request_id = models.UUIDField("X-Request-ID of the initiation", unique=True, editable=False)
     tpp_session_id = models.CharField("TPP-Session-ID of the initiation", max_length=64, blank=True)
@@ -262,7 +263,8 @@ class Payment(models.Model):
                 name="payment_poll_due_idx",
             ),
             models.Index(fields=["state"], name="payment_state_idx"),
-            # payments.services.initiation.reconciliations_due: OUTCOME_UNKNOWN payments whose next try has come.
+            # payments.services.reconciliation.reconciliations_due: OUTCOME_UNKNOWN payments whose next try has
+            # come.
             models.Index(
                 fields=["reconcile_at"],
                 condition=models.Q(reconcile_at__isnull=False),

@@ -3,15 +3,22 @@
 Every status the bank may answer has a short label and a sentence saying what it means for the payer. ACCP with
 ``fundsAvailable`` false is the bank's way of saying the account lacks the money (spec 3 rule 3): it gets its
 own wording, not "accepted".
+
+For staff, :func:`payment_outcome` says what became of a payment (settled, rejected, cancelled, being processed,
+unknown...) from the bank's status and the portal's state, and :func:`outcome_query` is the same rule as a
+filter of the ORM.
 """
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
+from functools import reduce
 
+from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from payments.models import FINAL_TRANSACTION_STATUSES
+from payments.models import FINAL_TRANSACTION_STATUSES, PaymentState
 
 
 @dataclass(frozen=True)
@@ -128,3 +135,80 @@ def status_text(code: str, funds_available: bool | None = None) -> StatusText:
             tone="progress",
         )
     return StatusText(code=code, label=str(label), meaning=str(meaning), tone=tone)
+
+
+# --- the outcome, for staff ----------------------------------------------------------------------------------
+
+#: The bank's statuses that mean the money has moved (ACSC: off the debtor's account; ACCC: on the creditor's).
+SETTLED_STATUSES = frozenset({"ACSC", "ACCC"})
+
+
+@dataclass(frozen=True)
+class PaymentOutcome:
+    key: str
+    label: str
+    tone: str  # as StatusText.tone
+
+
+#: What became of a payment, in the words of the bank's statuses above where they exist. The portal's state
+#: FINAL reads "Completed" whatever the bank said; staff need to know whether the bank settled, rejected or
+#: cancelled it, or whether nobody knows yet.
+OUTCOMES: dict[str, tuple] = {
+    "settled": (_("Settled"), "ok"),
+    "rejected": (_("Rejected"), "bad"),
+    "cancelled": (_("Cancelled"), "bad"),
+    "processing": (_("Being processed"), "progress"),
+    "unknown": (_("Unknown - check with the bank"), "warn"),
+    "at_bank": (_("At the bank, no final status"), "ok"),
+    "never_at_bank": (_("Never at the bank: no money moved"), "bad"),
+    "not_sent": (_("Not sent yet"), "progress"),
+}
+
+#: The rule, first match wins: (outcome, field of the payment, values). The bank's final status decides
+#: whatever the portal's state; without one, the state does. Anything else (sending, answer lost, not
+#: confirmed, or FINAL without a final status) is "unknown". payment_outcome() and outcome_query() both read
+#: this table, so the page and the admin's filter cannot disagree.
+_OUTCOME_RULES: tuple[tuple[str, str, frozenset], ...] = (
+    ("settled", "transaction_status", SETTLED_STATUSES),
+    ("rejected", "transaction_status", frozenset({"RJCT"})),
+    ("cancelled", "transaction_status", frozenset({"CANC"})),
+    ("not_sent", "state", frozenset({PaymentState.DRAFT})),
+    ("never_at_bank", "state", frozenset({PaymentState.REFUSED, PaymentState.NOT_AT_BANK})),
+    ("at_bank", "state", frozenset({PaymentState.FOUND})),
+    (
+        "processing",
+        "state",
+        frozenset({PaymentState.INITIATED, PaymentState.AUTHORISING, PaymentState.AWAITING_STATUS}),
+    ),
+)
+_FALLBACK_OUTCOME = "unknown"
+
+
+def _outcome(key: str) -> PaymentOutcome:
+    label, tone = OUTCOMES[key]
+    return PaymentOutcome(key=key, label=str(label), tone=tone)
+
+
+def payment_outcome(payment) -> PaymentOutcome:
+    """What the bank made of the payment, from its status and the portal's state (see _OUTCOME_RULES)."""
+    for key, field, values in _OUTCOME_RULES:
+        if getattr(payment, field) in values:
+            return _outcome(key)
+    return _outcome(_FALLBACK_OUTCOME)
+
+
+def outcome_query(key: str) -> Q:
+    """The payments whose payment_outcome() is ``key``, as a filter: matched by one of its rules and by no
+    rule before it."""
+    if key not in OUTCOMES:
+        raise ValueError(f"unknown outcome {key!r}")
+    earlier = Q()
+    parts = []
+    for rule_key, field, values in _OUTCOME_RULES:
+        condition = Q(**{f"{field}__in": sorted(values)})
+        if rule_key == key:
+            parts.append(condition & ~earlier)
+        earlier |= condition
+    if key == _FALLBACK_OUTCOME:
+        parts.append(~earlier)
+    return reduce(operator.or_, parts)

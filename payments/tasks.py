@@ -8,6 +8,7 @@ import random
 from celery import shared_task
 
 from payments.rates import RateSourceMalformed, RateSourceUnavailable
+from payments.services import polling, reconciliation
 from payments.services.exchange_rates import exchange_rates_refresh
 
 logger = logging.getLogger(__name__)
@@ -62,35 +63,27 @@ def poll_payment(payment_id: int) -> str:
     Not retried by Celery: a failed poll plans its own next try in ``Payment.next_poll_at``, which beat's
     dispatcher picks up; a duplicate delivery finds the lease taken or the poll already done.
     """
-    from payments.services.polling import payment_poll
-
-    return payment_poll(payment_id=payment_id).status
+    return polling.payment_poll(payment_id=payment_id).status
 
 
 @shared_task(name="payments.dispatch_due_polls", ignore_result=True)
 def dispatch_due_polls() -> int:
     """Enqueue the status polls that are due (beat runs it every minute; polling resumes after a restart)."""
-    from payments.services.polling import polls_dispatch
-
-    return len(polls_dispatch())
+    return len(polling.polls_dispatch())
 
 
 @shared_task(name="payments.reconcile_payment", ignore_result=True)
 def reconcile_payment(payment_id: int) -> str:
-    """The background's look at an initiation whose answer was lost (payments.services.initiation.
+    """The background's look at an initiation whose answer was lost (payments.services.reconciliation.
     reconciliation_check: never a replay; past the replay window the payment goes to staff). Not retried by
     Celery: the service plans its own next look in ``Payment.reconcile_at``, which beat's dispatcher picks up."""
-    from payments.services.initiation import reconciliation_check
-
-    return reconciliation_check(payment_id=payment_id)
+    return reconciliation.reconciliation_check(payment_id=payment_id)
 
 
 @shared_task(name="payments.dispatch_due_reconciliations", ignore_result=True)
 def dispatch_due_reconciliations() -> int:
     """Enqueue the reconciliations that are due (beat, every minute: they resume after a restart)."""
-    from payments.services.initiation import reconciliations_due
-
-    ids = reconciliations_due()
+    ids = reconciliation.reconciliations_due()
     for payment_id in ids:
         reconcile_payment.delay(payment_id)
     return len(ids)
@@ -99,6 +92,4 @@ def dispatch_due_reconciliations() -> int:
 @shared_task(name="payments.find_unconfirmed_payments", ignore_result=True)
 def find_unconfirmed_payments() -> int:
     """Look for the payments the bank did not confirm in their debtor accounts' stored transactions (beat)."""
-    from payments.services.initiation import unconfirmed_find_all
-
-    return unconfirmed_find_all()
+    return reconciliation.unconfirmed_find_all()

@@ -1,4 +1,4 @@
-"""Validation of a cross-border payment before anything reaches the bank (bank-api-spec.md 2.1-2.6 and 8).
+"""Validation of a cross-border payment before it reaches the bank (docs/bank-interface.md, spec 2.1-2.6, 8).
 
 Each function takes one value, raises ``django.core.exceptions.ValidationError`` with a plain-words,
 translatable message and a stable ``code``, and (where the value has a canonical form) returns that form.
@@ -31,8 +31,8 @@ from schwifty.exceptions import (
 )
 from stdnum import luhn
 
+from core.money import minor_units
 from payments.spec import COUNTRY_SET, CURRENCY_SET, Limits, PurposeCode, RegulatoryReportingCode
-from tpp_portal.money import minor_units
 
 # --- characters the bank cannot process ----------------------------------------------------------------
 # The bank says a request may be rejected with 400 when its downstream systems cannot process a character,

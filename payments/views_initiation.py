@@ -21,22 +21,18 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts import selectors as accounts_selectors
 from accounts import services as accounts_services
+from connections.errors import IdentityMismatch, ScaStateRejected
 from connections.forms import failure_context
 from connections.models import BankConnection, PsuContextChoice, ScaState
+from connections.outcomes import ScaReturn
 from connections.psu import psu_presence
-from connections.services import IdentityMismatch, ScaReturn, ScaStateRejected
 from payments import selectors
-from payments.forms import (
-    ApproveForm,
-    CrossBorderPaymentForm,
-    DebtorAccountOption,
-    DomesticPaymentForm,
-    PaymentSubmitForm,
-)
+from payments.forms import CrossBorderPaymentForm, DebtorAccountOption, DomesticPaymentForm
+from payments.forms_review import ApproveForm, PaymentSubmitForm
 from payments.models import Payment, PaymentProduct, PaymentState
 from payments.reporting_text import payment_rate_phrase
 from payments.selectors import payment_for_viewer, payment_owned
-from payments.services import authorisation, initiation, polling
+from payments.services import approval_steps, authorisation, drafts, polling, reconciliation, submission
 from payments.services.lifecycle import EDITABLE_STATES
 from payments.spec import NOK
 from payments.status import status_text
@@ -106,7 +102,7 @@ def _draft_from_form(request, product: str, form, choices, *, replaces=None, all
         context = PsuContextChoice.PRIVATE
     requirement = getattr(form, "reporting_requirement", None)
     equivalent = requirement.equivalent if requirement else None
-    return initiation.payment_draft_create(
+    return drafts.payment_draft_create(
         user=request.user,
         product=product,
         context=context,
@@ -130,7 +126,7 @@ def _new(request, product: str):
     if request.method == "POST" and form.is_valid():
         try:
             payment = _draft_from_form(request, product, form, choices)
-        except initiation.IntentAlreadySent as sent:
+        except drafts.IntentAlreadySent as sent:
             return _already_sent(request, sent.payment)
         return redirect("payment-review", payment.pk)
     return render(
@@ -166,7 +162,7 @@ def payment_new_domestic(request):
 
 
 def _is_logical_duplicate(payment: Payment) -> bool:
-    return initiation.is_logical_duplicate(payment.tpp_messages)
+    return submission.is_logical_duplicate(payment.tpp_messages)
 
 
 @sensitive_page
@@ -200,7 +196,7 @@ def payment_edit(request, pk):
                 new = _draft_from_form(
                     request, payment.product, form, choices, replaces=payment, allow_duplicate=allow_duplicate
                 )
-            except initiation.IntentAlreadySent as sent:
+            except drafts.IntentAlreadySent as sent:
                 return _already_sent(request, sent.payment)
             return redirect("payment-review", new.pk)
         bank_errors: list[str] = []
@@ -212,7 +208,7 @@ def payment_edit(request, pk):
             said = payment.tpp_messages
             if refused_as_duplicate:  # the page says it in plain words (the payment alike, or "pay it again")
                 said = [m for m in said if m.get("path") != "allowLogicalDuplicate"]
-            by_field, bank_errors = initiation.bank_errors_by_field(said)
+            by_field, bank_errors = submission.bank_errors_by_field(said)
             for name, texts in by_field.items():
                 for text in texts:
                     if name in form.fields:
@@ -244,7 +240,7 @@ def payment_draft_delete(request, pk):
     404), drafts only (a payment that was sent is shown instead, with a message)."""
     payment = payment_owned(user=request.user, pk=pk)
     if request.method == "POST":
-        if initiation.payment_draft_delete(user=request.user, payment_id=payment.pk):
+        if drafts.payment_draft_delete(user=request.user, payment_id=payment.pk):
             messages.success(request, _("The draft was deleted."))
             return redirect("payment-list")
         payment = Payment.objects.filter(pk=payment.pk).first()  # sent, or deleted, meanwhile
@@ -274,7 +270,7 @@ def _review(request, payment: Payment, form: PaymentSubmitForm, *, status: int =
             "funds_unread": funds_unread,
             "nok_rate": payment_rate_phrase(payment),
             "blocking": blocking,
-            "blocking_message": initiation.alike_unknown_message(blocking) if blocking is not None else "",
+            "blocking_message": submission.alike_unknown_message(blocking) if blocking is not None else "",
         },
         status=status,
     )
@@ -345,7 +341,7 @@ def _to_approval(request, payment: Payment, *, in_app: bool = False):
         if not authorisation.signature_counted(payment=payment, signer=request.user):
             messages.info(request, authorisation.IN_APP_MESSAGE)
         else:
-            messages.info(request, initiation.no_approval_message(payment))
+            messages.info(request, approval_steps.no_approval_message(payment))
         return redirect(payment_page(payment))
     return redirect(href)
 
@@ -374,7 +370,7 @@ def payment_review(request, pk):
     if request.session.session_key is None:
         request.session.save()
     try:
-        outcome = initiation.payment_submit(
+        outcome = submission.payment_submit(
             payment=payment,
             user=request.user,
             idempotency_key=str(form.cleaned_data["idempotency_key"]),
@@ -383,7 +379,7 @@ def payment_review(request, pk):
             session_key=request.session.session_key,
             in_app=form.cleaned_data["in_app"],
         )
-    except initiation.PaymentNotSubmittable as error:
+    except submission.PaymentNotSubmittable as error:
         if error.blocking is not None:
             return _review(request, payment, form, status=409, blocking=error.blocking)
         if error.field and error.field in form.fields:
@@ -437,13 +433,13 @@ def payment_reconcile(request, pk):
     payment = payment_owned(user=request.user, pk=pk)
     if payment.state not in (PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN, PaymentState.UNCONFIRMED):
         return redirect(payment_page(payment))
-    if payment.state == PaymentState.UNCONFIRMED and initiation.unconfirmed_find(payment_id=payment.pk):
-        messages.success(request, initiation.FOUND_MESSAGE)
+    if payment.state == PaymentState.UNCONFIRMED and reconciliation.unconfirmed_find(payment_id=payment.pk):
+        messages.success(request, reconciliation.FOUND_MESSAGE)
         return redirect("payment-detail", payment.pk)
     if payment.state == PaymentState.UNCONFIRMED:  # staff settle it with the bank; never made anew from here
         return render(request, "payments/reconcile.html", {"payment": payment})
     if request.method == "POST":  # the service refuses while another caller holds the payment
-        outcome = initiation.payment_reconcile(
+        outcome = reconciliation.payment_reconcile(
             payment_id=payment.pk, actor=request.user, presence=psu_presence(request)
         )
         payment.refresh_from_db()
@@ -469,7 +465,7 @@ def _check_after(payment: Payment) -> int | None:
     """In how many seconds the reconcile page checks by itself (the payer is on it): inside the replay window
     only, after the backoff or the bank's Retry-After; None: it does not."""
     now = timezone.now()
-    if payment.state != PaymentState.OUTCOME_UNKNOWN or not initiation.replay_allowed(payment, now):
+    if payment.state != PaymentState.OUTCOME_UNKNOWN or not reconciliation.replay_allowed(payment, now):
         return None
     if payment.replay_not_before is None or payment.replay_not_before <= now:
         return 0

@@ -19,17 +19,24 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from connections.psu import psu_presence
+from core import csvsafe
+from core.csvsafe import amount_cell, text_cell
+from core.templatetags.portal_format import money
 from payments import selectors
 from payments.forms_list import PaymentListFilterForm
+from payments.forms_review import ApproveForm
 from payments.models import Payment, PaymentState
 from payments.reporting_text import payment_rate_phrase
 from payments.services import cancellation
-from payments.services.initiation import FOUND_MESSAGE, UNCONFIRMED_MESSAGE
+from payments.services.authorisation import (
+    IN_APP_MESSAGE,
+    AuthorisationNotStarted,
+    authorisation_start,
+    signature_counted,
+)
 from payments.services.polling import payment_poll
+from payments.services.reconciliation import FOUND_MESSAGE, UNCONFIRMED_MESSAGE
 from payments.status import StatusText, status_text
-from tpp_portal import csvsafe
-from tpp_portal.csvsafe import amount_cell, text_cell
-from tpp_portal.templatetags.portal_format import money
 from users.security import ensure_recent_authentication, sensitive_page
 
 logger = logging.getLogger(__name__)
@@ -233,14 +240,6 @@ def payment_sign(request, pk: int):
     Signing needs the password typed recently; the password page sends the user back to the payment page (a
     GET), where they press "Sign at the bank" again: this address takes POST only.
     """
-    from payments.forms import ApproveForm
-    from payments.services.authorisation import (
-        IN_APP_MESSAGE,
-        AuthorisationNotStarted,
-        authorisation_start,
-        signature_counted,
-    )
-
     payment = selectors.payment_for_viewer(user=request.user, pk=pk)
     detail = reverse("payment-detail", args=[payment.pk])
     if (response := ensure_recent_authentication(request, next_url=detail)) is not None:

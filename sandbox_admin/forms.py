@@ -10,10 +10,10 @@ from django import forms
 from django.core.exceptions import ValidationError
 from stdnum.no import fodselsnummer, orgnr
 
+from core.money import minor_units
 from payments.instructions import format_amount
 from payments.validators import normalise_iban, validate_amount, validate_processable_text
 from sandbox_admin.errors import SandboxError
-from tpp_portal.money import minor_units
 from xs2a.models import SandboxCustomer
 
 PRIVATE, CORPORATE = "PRIVATE", "CORPORATE"

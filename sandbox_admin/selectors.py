@@ -1,4 +1,4 @@
-"""Reads of the sandbox bank's mock data (spec 4.2; facts.md section 1). Every call is audited for ``actor``."""
+"""Reads of the sandbox bank's mock data (spec 4.2; docs/bank-interface.md, reference 1), audited for ``actor``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from datetime import datetime
 
 from django.utils import timezone
 
+from core.bank import bank_audit_context, bank_client
 from sandbox_admin.errors import SandboxError, sandbox_error
-from tpp_portal.bank import bank_audit_context, bank_client
 from xs2a.errors import ResourceUnknownError, Xs2aError
 from xs2a.models import SandboxClock, SandboxCustomer
 

@@ -1,4 +1,4 @@
-"""Writes to the sandbox bank's mock data (spec 4.3; facts.md section 1), made by a staff member.
+"""Writes to the sandbox bank's mock data (spec 4.3; docs/bank-interface.md, reference 1), made by a staff member.
 
 Each function sends one operation through the audited bank client (``bank_audit_context(user=actor)``) and turns
 any bank error into a ``SandboxError`` carrying the bank's text. The portal's database is not written: the mock
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from core.bank import bank_audit_context, bank_client
 from payments.services.polling import polls_after_bank_batches
 from sandbox_admin.errors import SandboxError, sandbox_error
-from tpp_portal.bank import bank_audit_context, bank_client
 from xs2a.errors import Xs2aError
 from xs2a.models import Account, Agreement, CardTransaction, SandboxClock, SandboxCustomer, Transaction
 
@@ -86,7 +86,7 @@ def sandbox_account_create(
 ) -> AccountCreated:
     """POST /v1/sandbox/accounts, then (a company's account) the engagement in ``agreement_id``.
 
-    A corporate customer's account is not in any agreement until added explicitly (facts.md section 1); these are
+    A company's account is in no agreement until added to one (docs/bank-interface.md, reference 1); these are
     two bank calls, and when the second is refused the account exists without it: the result says so.
     """
     body: dict[str, Any] = {
@@ -161,7 +161,10 @@ def sandbox_mock_transaction_create(
 
 
 def sandbox_reset(*, actor) -> list[SandboxCustomer]:
-    """POST /v1/sandbox/initialize: back to the known state (facts.md section 1); created customers are gone."""
+    """POST /v1/sandbox/initialize: back to the known state (docs/bank-interface.md, reference 1).
+
+    Created customers are gone.
+    """
     try:
         with bank_audit_context(user=actor):
             customers = bank_client().sandbox.initialize()

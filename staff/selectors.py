@@ -14,9 +14,9 @@ from decimal import Decimal
 from django.db.models import Count, F, Min, Q, QuerySet, Window
 from django.db.models.functions import RowNumber, TruncHour
 
+from core import certificates
+from core.models import BankCall
 from payments.models import Payment, PaymentState
-from tpp_portal import certificates
-from tpp_portal.models import BankCall
 
 #: Sent to the bank (or being sent) and not yet at a final status.
 PAYMENT_WAITING_STATES = (

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-# Staff roles (operator, support and their clients) and a scripted bank: tests/staff/fixtures.py;
-# chromium for the browser tests and the end-to-end suite: tests/browser/fixtures.py.
+# Staff roles (operator, support and their clients) and the bank client with a TPP seal of the test's own:
+# tests/staff/fixtures.py; chromium for the browser tests and the end-to-end suite: tests/browser/fixtures.py.
 pytest_plugins = ["tests.staff.fixtures", "tests.browser.fixtures"]
 
 
@@ -79,6 +79,33 @@ def staff_second_factor(request):
     user_logged_in.connect(receiver, dispatch_uid="tests.staff_second_factor")
     yield
     user_logged_in.disconnect(dispatch_uid="tests.staff_second_factor")
+
+
+@pytest.fixture
+def override_bank():
+    """``override_bank(adapter)``: every bank client the portal builds during the test sends through
+    ``adapter`` (a requests transport adapter, in the portal's tests ``tests.bankfake.FakeBank``) instead of the
+    network (``core.bank.use_test_bank``); ends with the test. Returns the adapter."""
+    from core import bank as portal_bank
+
+    def install(adapter):
+        portal_bank.use_test_bank(adapter, sleep=getattr(adapter, "sleep", None))
+        return adapter
+
+    yield install
+    portal_bank.use_test_bank(None)
+
+
+@pytest.fixture
+def fake_bank(override_bank, settings):
+    """The bank of the test: a ``tests.bankfake.FakeBank`` behind every client the portal builds, signing its
+    answers with the development bank seal (believed when the test sets BANK_RESPONSE_CERT to it)."""
+    from urllib.parse import urlsplit
+
+    from tests.bankfake import FakeBank, development_seal
+
+    seal = development_seal(settings.PKI_DIR)
+    return override_bank(FakeBank(seal=seal, prefix=urlsplit(settings.BANK_BASE_URL).path.rstrip("/")))
 
 
 @pytest.fixture

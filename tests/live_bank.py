@@ -20,7 +20,8 @@ import requests
 
 from devtools.livebank import follow_see_other, running_bank
 
-PRIVATE_1 = "13039319955"  # Private Customer 1 (facts.md section 1): 2 accounts + 1 card account
+# Private Customer 1 (docs/bank-interface.md, reference 1): 2 accounts + 1 card account
+PRIVATE_1 = "13039319955"
 PRIVATE_2 = "12085592767"
 
 
@@ -33,7 +34,7 @@ def live_bank_server(tmp_path_factory) -> Iterator[str]:
 @pytest.fixture
 def live_bank(live_bank_server, settings) -> Iterator[str]:
     """The running sandbox bank, with the portal's bank client pointed at it."""
-    from tpp_portal.bank import bank_client
+    from core.bank import bank_client
 
     settings.BANK_BASE_URL = live_bank_server
     bank_client.cache_clear()

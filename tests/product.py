@@ -47,6 +47,7 @@ from urllib.parse import urlsplit, urlunsplit
 import requests
 
 from devtools.livebank import NotReady, free_port, running_bank, wait_for_ok
+from tests.signin import SIGN_IN_PATH, sign_in_form
 
 ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 60.0
@@ -896,14 +897,16 @@ result = [u.pk for u in made]
 
 
 def sign_in(product: Product, username: str, password: str) -> requests.Session:
-    """A browser session signed in to the portal through its sign-in page."""
+    """A browser session signed in to the portal through its sign-in page (the requests transport of
+    tests/signin.py's sign-in)."""
     session = product.portal_session()
-    page = session.get(f"{product.portal_url}/auth/sign-in/", timeout=30)
+    address = product.portal_url + SIGN_IN_PATH
+    page = session.get(address, timeout=30)
     assert page.status_code == 200, page.text[:500]
     done = session.post(
-        f"{product.portal_url}/auth/sign-in/",
-        data={"csrfmiddlewaretoken": csrf_of(page.text), "login": username, "password": password},
-        headers={"Referer": f"{product.portal_url}/auth/sign-in/"},
+        address,
+        data={"csrfmiddlewaretoken": csrf_of(page.text), **sign_in_form(username, password)},
+        headers={"Referer": address},
         timeout=30,
         allow_redirects=False,
     )

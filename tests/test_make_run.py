@@ -102,9 +102,16 @@ def test_make_run_brings_up_the_whole_product(make_run):
     assert f"http://127.0.0.1:{portal_port}/" in output and f"http://127.0.0.1:{bank_port}/" in output
     assert re.search(r"user 'demo', password '[^']{8,}'", output)
 
-    # Ctrl-C stops every process.
+    # One clock: the worker's and the bank's lines in UTC, the offset shown.
+    assert re.search(r"worker\.1 +\| \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+0000 INFO ", output), output[-3000:]
+    assert re.search(r"bank\.1 +\| \[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+0000\] ", output), output[-3000:]
+
+    # Ctrl-C stops every process, and no process logs an error on the way.
     os.killpg(process.pid, signal.SIGINT)
     assert process.wait(timeout=60) is not None
     for port in (portal_port, bank_port):
         with pytest.raises(requests.ConnectionError):
             requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+    stopping = log.read_text()[len(output) :]
+    assert "SIGINT received" in stopping
+    assert not re.search(r"\bERROR\b|Traceback", stopping), stopping

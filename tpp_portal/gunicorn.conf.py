@@ -14,6 +14,7 @@ tests/tpp_portal/test_access_logs.py runs both behind docker/proxy's nginx.
 
 import logging
 import re
+import time
 
 from gunicorn import glogging
 
@@ -39,12 +40,24 @@ class _NoQuery(logging.Filter):
 
 
 class QuerylessLogger(glogging.Logger):
-    """gunicorn's logger, its error log filtered by :class:`_NoQuery` (set up again on each reload)."""
+    """gunicorn's logger, its error log filtered by :class:`_NoQuery` (set up again on each reload), and both its
+    logs on UTC's clock with the offset shown, as every other log line of the product: gunicorn uses the process's
+    local time, which Django sets to TIME_ZONE (Europe/Oslo) in the workers and not in the master."""
 
     def setup(self, cfg) -> None:
         super().setup(cfg)
         if not any(isinstance(found, _NoQuery) for found in self.error_log.filters):
             self.error_log.addFilter(_NoQuery())
+        for handler in self.error_log.handlers:
+            if getattr(handler, "_gunicorn", False) and handler.formatter is not None:
+                handler.formatter.converter = time.gmtime  # its datefmt's %z then reads +0000
+
+    def now(self) -> str:
+        """The access log's %(t)s: [07/Dec/2026:05:10:00 +0000]."""
+        return time.strftime("[%d/%b/%Y:%H:%M:%S +0000]", time.gmtime())
 
 
 logger_class = QuerylessLogger
+# No control socket (gunicorn 25.1's gunicornc interface, by default in ~/.gunicorn/): nothing here uses it, and a
+# development or test run must write nothing outside the working tree.
+control_socket_disable = True

@@ -1,6 +1,6 @@
 """Settings of the TPP portal, read from the environment.
 
-The environment is read here and nowhere else, through django-environ (``tpp_portal.envconfig.Env``: secrets from
+The environment is read here and nowhere else, through django-environ (``common.envconfig.Env``: secrets from
 ``<NAME>_FILE``, a malformed value stops start-up with a message naming it, and what is read is recorded so the
 README table and docker/compose.yaml can be checked against this file). Modules read ``settings.X``.
 Embedded defaults need no server: SQLite under ``var/``, a filesystem Celery broker under ``var/``, and the
@@ -12,59 +12,22 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import math
 from datetime import time as dt_time
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from celery.schedules import crontab
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
-from tpp_portal.envconfig import Env
+from common.envconfig import Env, at_least, existing_file, http_url, positive
+from tpp_portal.logging_config import logging_config
+from tpp_portal.schedule import BEAT_SCHEDULE
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = Env()
-
-
-def _http_url(name: str, value: str | None) -> str | None:
-    """An absolute http(s) address without a query, as given but for a trailing slash; None stays None."""
-    if value is None:
-        return None
-    parts = urlsplit(value)
-    try:
-        parts.port  # noqa: B018 - raises ValueError on a malformed port
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}: malformed port in {value!r}") from None
-    if parts.scheme not in {"http", "https"} or not parts.hostname:
-        raise ImproperlyConfigured(f"{name}: expected an absolute http or https address, got {value!r}")
-    if parts.query or parts.fragment:
-        raise ImproperlyConfigured(f"{name}: must not carry a query or fragment, got {value!r}")
-    return value.rstrip("/")
-
-
-def _positive(name: str, value: float) -> float:
-    if not math.isfinite(value) or value <= 0:
-        raise ImproperlyConfigured(f"{name}: expected a finite number above 0, got {value!r}")
-    return value
-
-
-def _at_least(name: str, value: int, minimum: int) -> int:
-    if value < minimum:
-        raise ImproperlyConfigured(f"{name}: must be at least {minimum}, got {value}")
-    return value
-
-
-def _file(name: str, value: str | None) -> Path | None:
-    """The path of a file that must exist (None: not configured)."""
-    if value is None:
-        return None
-    if not Path(value).is_file():
-        raise ImproperlyConfigured(f"{name}: no such file {value!r}")
-    return Path(value)
 
 
 DJANGO_ENV = env.str("DJANGO_ENV", "development")
@@ -117,7 +80,7 @@ if PRODUCTION and not ALLOWED_HOSTS:
     raise ImproperlyConfigured("ALLOWED_HOSTS: production needs the portal's host names")
 
 # The public address of the portal; the bank redirects PSUs back to it after SCA. Required in production.
-PORTAL_BASE_URL = _http_url(
+PORTAL_BASE_URL = http_url(
     "PORTAL_BASE_URL", env.str("PORTAL_BASE_URL", None if PRODUCTION else "http://127.0.0.1:8000")
 )
 if PORTAL_BASE_URL is None:
@@ -141,7 +104,7 @@ INSTALLED_APPS = [
     "allauth",
     "allauth.account",
     "allauth.mfa",
-    "tpp_portal",
+    "core",
     "users",
     "connections",
     "accounts",
@@ -151,8 +114,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "tpp_portal.middleware.HealthCheckMiddleware",
-    "tpp_portal.middleware.RequestIdMiddleware",
+    "core.middleware.HealthCheckMiddleware",
+    "core.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -184,7 +147,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "csp.context_processors.nonce",
-                "tpp_portal.context_processors.portal",
+                "core.context_processors.portal",
+                "users.context_processors.idle_sign_out",
             ],
         },
     },
@@ -257,10 +221,10 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 # --- exchange rates and regulatory reporting (payments/rates.py, payments/selectors.py) -------------------
 # Norges Bank's SDMX data API, EXR dataflow (the daily exchange rates).
-NORGES_BANK_RATES_URL = _http_url(
+NORGES_BANK_RATES_URL = http_url(
     "NORGES_BANK_RATES_URL", env.str("NORGES_BANK_RATES_URL", "https://data.norges-bank.no/api/data/EXR")
 )
-NORGES_BANK_TIMEOUT = _positive("NORGES_BANK_TIMEOUT", env.float("NORGES_BANK_TIMEOUT", 20.0))
+NORGES_BANK_TIMEOUT = positive("NORGES_BANK_TIMEOUT", env.float("NORGES_BANK_TIMEOUT", 20.0))
 # The bank's rule (spec 2.1 and 8): regulatory code and information are required from 100 000 NOK.
 REGULATORY_THRESHOLD_NOK = Decimal("100000")
 # Safety margin for amounts in other currencies (payments.selectors.regulatory_margin_for): the bank converts at
@@ -283,64 +247,12 @@ REGULATORY_MARGIN_MAX = Decimal("0.15")
 # broken, and a month's movement can exceed any margin for some currencies.
 EXCHANGE_RATE_MAX_AGE_DAYS = 30
 
-# --- the audit log of bank calls (tpp_portal.models.BankCall, pruned by tpp_portal.tasks.prune_bank_calls) ----
-BANK_CALL_RETENTION_DAYS = _at_least("BANK_CALL_RETENTION_DAYS", env.int("BANK_CALL_RETENTION_DAYS", 180), 1)
+# --- the audit log of bank calls (core.models.BankCall, pruned by core.tasks.prune_bank_calls) ----
+BANK_CALL_RETENTION_DAYS = at_least("BANK_CALL_RETENTION_DAYS", env.int("BANK_CALL_RETENTION_DAYS", 180), 1)
 BANK_CALL_PRUNE_BATCH = 5000  # rows deleted per statement: short transactions, no long lock on the table
 
-# The one beat schedule of the product (schedules live in code; run exactly one beat process).
-CELERY_BEAT_SCHEDULE = {
-    "refresh-exchange-rates": {
-        "task": "payments.refresh_exchange_rates",
-        # Times in UTC (CELERY_TIMEZONE). Norges Bank publishes about 16:00 Oslo time on business days, so
-        # 15:30 UTC is after publication all year; the morning run fills a missed day.
-        "schedule": crontab(minute=30, hour="7,15", day_of_week="mon-fri"),
-    },
-    "send-consent-reminders": {
-        "task": "connections.send_consent_reminders",
-        # Mails 14, 7 and 1 days before a consent expires; each reminder is sent once per consent.
-        "schedule": crontab(minute=15, hour=6),
-    },
-    "prune-bank-calls": {
-        "task": "tpp_portal.prune_bank_calls",
-        # Deletes audit rows of bank calls older than BANK_CALL_RETENTION_DAYS, in batches, at a quiet hour.
-        "schedule": crontab(minute=40, hour=2),
-    },
-    "dispatch-payment-status-polls": {
-        "task": "payments.dispatch_due_polls",
-        # Enqueues the payments whose next status poll (Payment.next_poll_at) is due: polling resumes after a
-        # restart, and a poll lost with a killed worker is enqueued again.
-        "schedule": 60.0,
-    },
-    "dispatch-payment-reconciliations": {
-        "task": "payments.dispatch_due_reconciliations",
-        # Enqueues the initiations whose answer was lost (OUTCOME_UNKNOWN) and whose next check
-        # (Payment.reconcile_at) is due: reconciliation resumes after a restart.
-        "schedule": 60.0,
-    },
-    "find-unconfirmed-payments": {
-        "task": "payments.find_unconfirmed_payments",
-        # Payments the bank did not confirm (UNCONFIRMED) are looked for in their debtor accounts' transactions,
-        # as the account refreshes store them: found, the user is told the bank has the payment.
-        "schedule": 300.0,
-    },
-    "plan-account-refreshes": {
-        "task": "accounts.plan_refreshes",
-        # Enqueues the unattended refreshes of accounts whose next_refresh_at is due (every 6 hours + jitter per
-        # account, so the bank's 4 unattended calls per 24 hours hold; the ledger RefreshCall enforces it).
-        "schedule": 300.0,
-    },
-    "expire-consents": {
-        "task": "connections.expire_consents",
-        # Connections whose consent passed consent_valid_until become needs_reconnect.
-        "schedule": crontab(minute=5),
-    },
-    "check-certificates": {
-        "task": "tpp_portal.check_certificates",
-        # The QSealC, the bank's seal and the bank's TLS certificate (a TLS handshake): days left, logged and kept
-        # for the dashboard and the metrics. Also run when a worker starts.
-        "schedule": crontab(minute=20, hour=5),
-    },
-}
+# The one beat schedule of the product (tpp_portal/schedule.py; run exactly one beat process).
+CELERY_BEAT_SCHEDULE = BEAT_SCHEDULE
 # --- payment status polling (payments/services/polling.py) --------------------------------------------------
 # The bank's batches move a payment on (the sandbox bank: five a day); their times are the bank's configuration,
 # not the portal's guess. Known: the status is read shortly after each batch, overnight at least every
@@ -364,13 +276,13 @@ PAYMENT_POLL_SIGNERS_WINDOW = timedelta(hours=2)
 # No payment is polled for ever: one not final this long after it was sent (an unknown status, an approval never
 # given) goes to the staff queue instead (Django admin, payments "for staff").
 PAYMENT_POLL_HORIZON = timedelta(
-    days=_at_least("PAYMENT_POLL_HORIZON_DAYS", env.int("PAYMENT_POLL_HORIZON_DAYS", 7), 1)
+    days=at_least("PAYMENT_POLL_HORIZON_DAYS", env.int("PAYMENT_POLL_HORIZON_DAYS", 7), 1)
 )
 # A payment whose initiation answer was lost is sent again (the same request, the same X-Request-ID, never
 # allowing a logical duplicate) only this long after the first send, and on the same business day (Oslo): later,
 # only its account's transactions and staff settle it (docs/bank-interface.md, "Exactly once").
 PAYMENT_REPLAY_WINDOW = timedelta(
-    seconds=_at_least("PAYMENT_REPLAY_WINDOW_SECONDS", env.int("PAYMENT_REPLAY_WINDOW_SECONDS", 600), 0)
+    seconds=at_least("PAYMENT_REPLAY_WINDOW_SECONDS", env.int("PAYMENT_REPLAY_WINDOW_SECONDS", 600), 0)
 )
 # How long a submission's caller holds the payment before reconciliation takes over (None: longer than any
 # initiation call can last, from BANK_TIMEOUT; only the fault tests' faster clock sets it).
@@ -378,32 +290,37 @@ PAYMENT_CALL_LEASE: timedelta | None = None
 
 # --- the bank --------------------------------------------------------------------------------------------
 _LOCAL_SANDBOX_BANK = "http://127.0.0.1:8001"  # `make bank`: the sandbox bank of this repository
-BANK_BASE_URL = _http_url("BANK_BASE_URL", env.str("BANK_BASE_URL", _LOCAL_SANDBOX_BANK))  # with its path prefix
+BANK_BASE_URL = http_url("BANK_BASE_URL", env.str("BANK_BASE_URL", _LOCAL_SANDBOX_BANK))  # with its path prefix
 # The address of the bank's SCA pages (where its scaRedirect sends the PSU's browser) when they are not under
 # BANK_BASE_URL, as behind docker/compose.yaml's proxy: the portal's forms lead there through a redirect, which the
 # Content-Security-Policy's form-action must allow (a browser refuses a form's redirect to an address it omits).
-BANK_SCA_URL = _http_url("BANK_SCA_URL", env.str("BANK_SCA_URL", None))
+BANK_SCA_URL = http_url("BANK_SCA_URL", env.str("BANK_SCA_URL", None))
 # Only the embedded default bank is known to be a sandbox; any other bank, and production, must say so.
 BANK_IS_SANDBOX = env.bool("BANK_IS_SANDBOX", not PRODUCTION and BANK_BASE_URL == _LOCAL_SANDBOX_BANK)
 _certs_hint = " (run `make certs` to create the development certificates)"
 try:
-    BANK_SIGNING_CERT = _file("BANK_SIGNING_CERT", env.str("BANK_SIGNING_CERT", str(PKI_DIR / "tpp-qseal.pem")))
-    BANK_SIGNING_KEY = _file("BANK_SIGNING_KEY", env.str("BANK_SIGNING_KEY", str(PKI_DIR / "tpp-qseal.key")))
+    BANK_SIGNING_CERT = existing_file(
+        "BANK_SIGNING_CERT", env.str("BANK_SIGNING_CERT", str(PKI_DIR / "tpp-qseal.pem"))
+    )
+    BANK_SIGNING_KEY = existing_file(
+        "BANK_SIGNING_KEY", env.str("BANK_SIGNING_KEY", str(PKI_DIR / "tpp-qseal.key"))
+    )
 except ImproperlyConfigured as exc:
     raise ImproperlyConfigured(str(exc) + ("" if PRODUCTION else _certs_hint)) from None
 BANK_SIGNING_KEY_PASSPHRASE = env.str("BANK_SIGNING_KEY_PASSPHRASE", None)
-BANK_CA_BUNDLE = _file("BANK_CA_BUNDLE", env.str("BANK_CA_BUNDLE", None))  # trusted for the bank's TLS certificate
-BANK_TLS_CLIENT_CERT = _file("BANK_TLS_CLIENT_CERT", env.str("BANK_TLS_CLIENT_CERT", None))  # the QWAC
-BANK_TLS_CLIENT_KEY = _file("BANK_TLS_CLIENT_KEY", env.str("BANK_TLS_CLIENT_KEY", None))
+# Trusted for the bank's TLS certificate.
+BANK_CA_BUNDLE = existing_file("BANK_CA_BUNDLE", env.str("BANK_CA_BUNDLE", None))
+BANK_TLS_CLIENT_CERT = existing_file("BANK_TLS_CLIENT_CERT", env.str("BANK_TLS_CLIENT_CERT", None))  # the QWAC
+BANK_TLS_CLIENT_KEY = existing_file("BANK_TLS_CLIENT_KEY", env.str("BANK_TLS_CLIENT_KEY", None))
 if bool(BANK_TLS_CLIENT_CERT) != bool(BANK_TLS_CLIENT_KEY):
     raise ImproperlyConfigured("BANK_TLS_CLIENT_KEY: BANK_TLS_CLIENT_CERT and BANK_TLS_CLIENT_KEY go together")
-BANK_RESPONSE_CERT = _file("BANK_RESPONSE_CERT", env.str("BANK_RESPONSE_CERT", None))  # the bank's seal
+BANK_RESPONSE_CERT = existing_file("BANK_RESPONSE_CERT", env.str("BANK_RESPONSE_CERT", None))  # the bank's seal
 # With the bank's seal, an answer is believed only when signed for its request (X-Request-ID), within this many
 # seconds of the portal's clock (Date), with Date, X-Request-ID and (with a body) Digest signed
 # (docs/bank-interface.md).
-BANK_RESPONSE_MAX_AGE = _positive("BANK_RESPONSE_MAX_AGE", env.float("BANK_RESPONSE_MAX_AGE", 300.0))
+BANK_RESPONSE_MAX_AGE = positive("BANK_RESPONSE_MAX_AGE", env.float("BANK_RESPONSE_MAX_AGE", 300.0))
 # Production verifies the bank's answers: it refuses to start without the seal unless this is off, on purpose
-# (a bank that does not sign; every start then logs a warning: tpp_portal.apps).
+# (a bank that does not sign; every start then logs a warning: core.apps).
 BANK_RESPONSE_SIGNATURES = env.bool("BANK_RESPONSE_SIGNATURES", True)
 if not BANK_RESPONSE_SIGNATURES and BANK_RESPONSE_CERT:
     raise ImproperlyConfigured(
@@ -415,8 +332,8 @@ if PRODUCTION and BANK_RESPONSE_SIGNATURES and not BANK_RESPONSE_CERT:
         "BANK_RESPONSE_CERT: production verifies the bank's signed answers and needs the bank's seal; set "
         "BANK_RESPONSE_SIGNATURES=off to run without verifying them (a bank that does not sign)"
     )
-BANK_TIMEOUT = _positive("BANK_TIMEOUT", env.float("BANK_TIMEOUT", 20.0))  # connect and read
-BANK_MAX_RESPONSE_BYTES = _at_least(
+BANK_TIMEOUT = positive("BANK_TIMEOUT", env.float("BANK_TIMEOUT", 20.0))  # connect and read
+BANK_MAX_RESPONSE_BYTES = at_least(
     "BANK_MAX_RESPONSE_BYTES", env.int("BANK_MAX_RESPONSE_BYTES", 10 * 1024 * 1024), 1
 )
 BANK_ACCEPT_FIX = env.list(  # the x-accept-fix values sent to the bank
@@ -432,7 +349,7 @@ if PRODUCTION and not BANK_BASE_URL.startswith("https://"):
     raise ImproperlyConfigured("BANK_BASE_URL: production talks to the bank over https only")
 
 # --- operations: metrics, traces, error reports, certificates (docs/operations.md) --------------------------
-# Metrics (tpp_portal/metrics.py): every process of web and worker counts its events (bank calls, 429s, task
+# Metrics (core/metrics.py): every process of web and worker counts its events (bank calls, 429s, task
 # failures) into files of its own under METRICS_DIR (prometheus-client's multiprocess mode); the metrics process
 # (`manage.py serve_metrics`) sums them and adds the state read from the database at each scrape.
 METRICS_DIR = (
@@ -443,11 +360,9 @@ _metrics_host, _colon, _metrics_port = METRICS_BIND.rpartition(":")
 if not _metrics_host or not _metrics_port.isdigit() or int(_metrics_port) > 65535:
     raise ImproperlyConfigured(f"METRICS_BIND: expected host:port, got {METRICS_BIND!r}")
 # Traces (OpenTelemetry: Django, requests, Celery, psycopg) only when an OTLP endpoint is set; error reports
-# (Sentry) only with a DSN. Both are scrubbed of PSU identifiers and personal data (tpp_portal/observability.py).
+# (Sentry) only with a DSN. Both are scrubbed of PSU identifiers and personal data (core/observability.py).
 # The OTLP collector's address: set, traces are exported there.
-OTEL_EXPORTER_OTLP_ENDPOINT = _http_url(
-    "OTEL_EXPORTER_OTLP_ENDPOINT", env.str("OTEL_EXPORTER_OTLP_ENDPOINT", None)
-)
+OTEL_EXPORTER_OTLP_ENDPOINT = http_url("OTEL_EXPORTER_OTLP_ENDPOINT", env.str("OTEL_EXPORTER_OTLP_ENDPOINT", None))
 OTEL_EXPORTER_OTLP_PROTOCOL = env.str("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 if OTEL_EXPORTER_OTLP_PROTOCOL not in {"http/protobuf", "grpc"}:
     raise ImproperlyConfigured(
@@ -459,7 +374,7 @@ SENTRY_ENVIRONMENT = env.str("SENTRY_ENVIRONMENT", DJANGO_ENV)
 SENTRY_TRACES_SAMPLE_RATE = env.float("SENTRY_TRACES_SAMPLE_RATE", 0.0)
 if not 0 <= SENTRY_TRACES_SAMPLE_RATE <= 1:
     raise ImproperlyConfigured(f"SENTRY_TRACES_SAMPLE_RATE: expected 0 to 1, got {SENTRY_TRACES_SAMPLE_RATE}")
-# Certificates of the bank connection (tpp_portal/certificates.py): staff are warned this many days before one
+# Certificates of the bank connection (core/certificates.py): staff are warned this many days before one
 # expires (dashboard, metric, log); an expired QSealC or bank seal stops bank calls.
 CERTIFICATE_WARNING_DAYS = (30, 14, 7)
 
@@ -552,11 +467,11 @@ MFA_WEBAUTHN_ALLOW_INSECURE_ORIGIN = not PRODUCTION  # http://127.0.0.1 in devel
 # browser session enrol one for STAFF_ENROLMENT_WINDOW.
 STAFF_INVITATION_MAX_AGE = timedelta(hours=24)
 STAFF_ENROLMENT_WINDOW = timedelta(minutes=30)
-# The client's address (the sign-in limits' key, and PSU-IP-Address: tpp_portal.clientip). Behind N trusted
+# The client's address (the sign-in limits' key, and PSU-IP-Address: core.clientip). Behind N trusted
 # reverse proxies it is the address they forwarded in X-Forwarded-For; with none, REMOTE_ADDR, and a client's
 # own X-Forwarded-For is ignored (it could otherwise pick the address it is limited under).
-TRUSTED_PROXY_COUNT = _at_least("TRUSTED_PROXY_COUNT", env.int("TRUSTED_PROXY_COUNT", 0), 0)
-ALLAUTH_TRUSTED_PROXY_COUNT = TRUSTED_PROXY_COUNT  # users.adapter asks tpp_portal.clientip all the same
+TRUSTED_PROXY_COUNT = at_least("TRUSTED_PROXY_COUNT", env.int("TRUSTED_PROXY_COUNT", 0), 0)
+ALLAUTH_TRUSTED_PROXY_COUNT = TRUSTED_PROXY_COUNT  # users.adapter asks core.clientip all the same
 # Pages marked users.security.sensitive_page (account data, payments) sign the user out after this many
 # seconds without any request; other pages keep the normal session lifetime.
 SENSITIVE_IDLE_TIMEOUT = 300
@@ -668,35 +583,4 @@ if PRODUCTION:
 # --- logging ---------------------------------------------------------------------------------------------
 LOG_LEVEL = env.str("LOG_LEVEL", "INFO")
 LOG_JSON = env.bool("LOG_JSON", PRODUCTION)
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "filters": {
-        "request_id": {"()": "tpp_portal.logging.RequestIdFilter"},
-        "redact": {"()": "tpp_portal.logging.RedactingFilter"},
-    },
-    "formatters": {
-        "json": {
-            "()": "pythonjsonlogger.json.JsonFormatter",
-            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s",
-            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
-            "datefmt": "%Y-%m-%dT%H:%M:%S%z",
-        },
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
-    },
-    "handlers": {
-        "console": {
-            "class": "logging.StreamHandler",
-            "formatter": "json" if LOG_JSON else "plain",
-            "filters": ["request_id", "redact"],
-        }
-    },
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    # Django's own loggers propagate to the root handler only (its default console handler would print an
-    # unfiltered copy of every record).
-    "loggers": {
-        "django": {"handlers": [], "propagate": True, "level": "INFO"},
-        "django.server": {"handlers": [], "propagate": True, "level": "WARNING"},
-        "celery": {"handlers": [], "propagate": True, "level": "INFO"},
-    },
-}
+LOGGING = logging_config(level=LOG_LEVEL, json=LOG_JSON)

@@ -1,12 +1,11 @@
+"""The portal's address book: each app's urls under its prefix (the project imports no app: include by name)."""
+
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from tpp_portal import views
-
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("healthz", views.healthz, name="healthz"),
+    path("", include("core.urls")),
     path("", include("users.urls")),
     path("", include("connections.urls")),
     path("", include("accounts.urls")),

@@ -1,6 +1,6 @@
 """How django-allauth signs people up and in here (ACCOUNT_ADAPTER).
 
-- **The client address** of every limit is ``tpp_portal.clientip`` (REMOTE_ADDR, or behind TRUSTED_PROXY_COUNT
+- **The client address** of every limit is ``core.clientip`` (REMOTE_ADDR, or behind TRUSTED_PROXY_COUNT
   proxies the address they forwarded), the same as PSU-IP-Address.
 - **Failed passwords** are counted per login (e-mail address or username) *and* client address: five wrong ones
   lock that pair out for SIGN_IN_COOL_OFF (ACCOUNT_RATE_LIMITS["login_failed"]), while the owner signing in
@@ -35,7 +35,12 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.urls import reverse
 
-from tpp_portal.clientip import client_ip
+from core.clientip import client_ip
+from users.forms import pending_sign_ups
+from users.tasks import send_account_mail
+
+#: The permission the staff dashboard asks for (staff.views.dashboard: reading the audit log of bank calls).
+STAFF_DASHBOARD_PERMISSION = "tpp_portal.view_bankcall"
 
 
 def portal_url(path: str) -> str:
@@ -63,6 +68,17 @@ class AccountAdapter(DefaultAccountAdapter):
             self._delete_login_attempts_cached_email(request, **credentials)
         return user
 
+    def get_login_redirect_url(self, request) -> str:
+        """Where a sign-in lands when it names no ``next`` (allauth reads ``next`` before asking here): staff on
+        the staff dashboard, or on the admin when the dashboard is not theirs to read (staff.views.dashboard
+        asks for STAFF_DASHBOARD_PERMISSION); customers where LOGIN_REDIRECT_URL says."""
+        user = request.user
+        if user.is_staff:
+            if user.has_perm(STAFF_DASHBOARD_PERMISSION):
+                return reverse("staff-dashboard")
+            return reverse("admin:index")
+        return super().get_login_redirect_url(request)
+
     # --- sign-up ---------------------------------------------------------------------------------------------
     def populate_username(self, request, user) -> None:
         username = (user.email or "").lower()
@@ -73,8 +89,6 @@ class AccountAdapter(DefaultAccountAdapter):
     def confirm_email(self, request, email_address) -> bool:
         """The first unconfirmed account of an address to type its code keeps the address: the others (other
         sign-ups with it, never confirmed) are deleted, their passwords and codes with them."""
-        from users.forms import pending_sign_ups
-
         with transaction.atomic():
             others = [user for user in pending_sign_ups(email_address.email) if user.pk != email_address.user_id]
             confirmed = super().confirm_email(request, email_address)
@@ -131,8 +145,6 @@ class AccountAdapter(DefaultAccountAdapter):
             "to": list(message.to),
             "alternatives": [list(alternative) for alternative in getattr(message, "alternatives", [])],
         }
-        from users.tasks import send_account_mail
-
         if settings.ACCOUNT_MAIL_QUEUED:
             # The arguments hold a code or a link: keep them out of Celery's own log lines.
             send_account_mail.apply_async(args=[payload], argsrepr=f"({template_prefix!r})")

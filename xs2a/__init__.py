@@ -6,7 +6,7 @@
 listing page by page. ``xs2a.signing`` is the request signer (pure functions), ``xs2a.errors`` the exceptions
 and ``error_from_response``, ``xs2a.models`` the typed records, ``xs2a.psu.PsuContext`` the PSU headers of a call
 and ``xs2a.audit.AuditRecord`` what the audit hook receives. No Django here: the portal's glue is
-``tpp_portal.bank``.
+``core.bank``.
 """
 
 from xs2a.client import CROSS_BORDER, DOMESTIC, ClientConfig, RetryPolicy, Xs2aClient

@@ -1,4 +1,4 @@
-"""The bank client: the portal's one door to the bank (bank-api-spec.md section 4).
+"""The bank client: the portal's one door to the bank (docs/bank-interface.md, spec 4).
 
 ``Xs2aClient(config)`` holds one core (``xs2a.core.Requester``: prepare, sign, send, retry, verify, audit, map
 errors, over one pooled session) and one service object per resource of the interface::

@@ -33,17 +33,13 @@ def load_certificate(path: str | os.PathLike[str]) -> x509.Certificate:
         raise CredentialError(f"{file}: not a PEM or DER X.509 certificate") from None
 
 
-def load_private_key(
-    path: str | os.PathLike[str], passphrase: str | bytes | None = None, *, passphrase_env: str | None = None
-) -> rsa.RSAPrivateKey:
+def load_private_key(path: str | os.PathLike[str], passphrase: str | bytes | None = None) -> rsa.RSAPrivateKey:
     """An RSA private key from a PEM file: plain or encrypted PKCS#8 (or traditional RSA PEM).
 
-    The passphrase comes from ``passphrase`` or, when that is None, from the environment variable named by
-    ``passphrase_env``. Errors name the file and the problem, never the passphrase.
+    The caller passes the passphrase (the portal's from its settings, BANK_SIGNING_KEY_PASSPHRASE): the library
+    reads no environment. Errors name the file and the problem, never the passphrase.
     """
     file = Path(path)
-    if passphrase is None and passphrase_env:
-        passphrase = os.environ.get(passphrase_env) or None
     password = passphrase.encode("utf-8") if isinstance(passphrase, str) else passphrase
     try:
         data = file.read_bytes()

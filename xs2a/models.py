@@ -52,6 +52,7 @@ __all__ = [
     "RedirectResponse",
     "SandboxClock",
     "SandboxCustomer",
+    "StructuredRemittance",
     "TppMessage",
     "Transaction",
     "TransactionList",
@@ -382,8 +383,50 @@ class Link:
 
 
 @dataclass(frozen=True)
+class StructuredRemittance:
+    """An entry of remittanceInformationStructuredArray: a reference the creditor matches the payment with
+    (a Norwegian KID: ``reference_type`` "KID"), as the bank's transactions carry it."""
+
+    reference: str
+    reference_type: str | None = None
+    reference_issuer: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: Optional fields sent but not readable: name -> the value as received (the field itself reads None).
+    unread: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "remittanceInformationStructured") -> StructuredRemittance:
+        f = _Fields(data, where)
+        return cls(
+            reference=f.str("reference", required=True) or "",
+            reference_type=f.str("referenceType"),
+            reference_issuer=f.str("referenceIssuer"),
+            extra=f.extra(),
+            unread=f.unread,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out = {**self.extra, **self.unread}  # nothing the bank sent is lost when a record is written back
+        out["reference"] = self.reference
+        _put(out, "referenceType", self.reference_type)
+        _put(out, "referenceIssuer", self.reference_issuer)
+        return out
+
+
+def _structured_remittances(data: Any, where: str) -> list[StructuredRemittance]:
+    """remittanceInformationStructuredArray, read whole: an entry that cannot be read makes the field unread."""
+    if not isinstance(data, list):
+        raise ModelError(f"{where}: expected an array")
+    return [StructuredRemittance.from_json(item, f"{where}[{i}]") for i, item in enumerate(data)]
+
+
+@dataclass(frozen=True)
 class PaymentInitiation:
-    """The payment initiation request body (spec 2.1)."""
+    """The payment initiation request body (spec 2.1).
+
+    ``to_json`` writes the fields in the spec's order and leaves out those that are None (or, for the structured
+    remittance, empty); ``xs2a.services.payments.initiation_bytes`` turns it into the exact bytes sent.
+    """
 
     instructed_amount: Amount
     creditor_name: str
@@ -392,6 +435,7 @@ class PaymentInitiation:
     creditor_agent: str | None = None
     creditor_address: Address | None = None
     remittance_information_unstructured: str | None = None
+    remittance_information_structured_array: list[StructuredRemittance] = field(default_factory=list)
     purpose_code: str | None = None
     requested_execution_date: date | None = None
     regulatory_reporting_code: str | None = None
@@ -410,6 +454,10 @@ class PaymentInitiation:
             out["creditorAddress"] = self.creditor_address.to_json()
         out["debtorAccount"] = self.debtor_account.to_json()
         _put(out, "remittanceInformationUnstructured", self.remittance_information_unstructured)
+        if self.remittance_information_structured_array:
+            out["remittanceInformationStructuredArray"] = [
+                entry.to_json() for entry in self.remittance_information_structured_array
+            ]
         _put(out, "purposeCode", self.purpose_code)
         if self.requested_execution_date is not None:
             out["requestedExecutionDate"] = self.requested_execution_date.isoformat()
@@ -431,6 +479,10 @@ class PaymentInitiation:
             creditor_agent=f.str("creditorAgent"),
             creditor_address=f.obj("creditorAddress", Address.from_json),
             remittance_information_unstructured=f.str("remittanceInformationUnstructured"),
+            remittance_information_structured_array=f.obj(
+                "remittanceInformationStructuredArray", _structured_remittances
+            )
+            or [],
             purpose_code=f.str("purposeCode"),
             requested_execution_date=f.date("requestedExecutionDate"),
             regulatory_reporting_code=f.str("regulatoryReportingCode"),
@@ -654,7 +706,7 @@ class RedirectResponse:
         return _href(self.links, "scaRedirect")
 
 
-# --- account information (facts.md section 2) ------------------------------------------------------------
+# --- account information (docs/bank-interface.md, reference 2) -------------------------------------------
 
 
 @dataclass(frozen=True)

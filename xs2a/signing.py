@@ -1,4 +1,4 @@
-"""Request signing as the bank profiles draft-cavage-http-signatures-12 (bank-api-spec.md section 5).
+"""Request signing as the bank profiles draft-cavage-http-signatures-12 (docs/bank-interface.md, spec 5).
 
 Every request carries ``Digest`` (over the exact body bytes), ``TPP-Signature-Certificate`` (Base64 DER of the
 QSealC, one line) and ``Signature``::

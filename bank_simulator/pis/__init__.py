@@ -1,6 +1,7 @@
 """Payments of the sandbox bank (issue "bank_simulator, part 2"), a Django app inside the simulator.
 
-- ``validation``: every rule of bank-api-spec.md 2.1-2.6 and 8 (one tppMessage per violation, path = field).
+- ``validation``: every rule of docs/bank-interface.md, spec 2.1-2.6 and 8 (one tppMessage per violation,
+  path = field).
 - ``tables``: currency, country and code lists, ISO 4217 minor units (``iso4217`` plus a documented table for
   listed codes ISO does not define) and the simulator's fixed NOK rates.
 - ``services``: initiation (logical duplicates, fees, idempotent X-Request-ID replay, single SCA),

@@ -100,6 +100,7 @@ SCHEMAS: dict[str, Any] = {
 }
 
 
+# Whole on purpose: the payment paths as one literal OpenAPI fragment, in the order the specification lists them.
 def paths() -> dict[str, Any]:
     one = [PRODUCT, PAYMENT_ID]
     return {

@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 
 from bank_simulator import services as bank_services
 from bank_simulator.identifiers import opaque_id
-from bank_simulator.models import Agreement, Customer, PsuIdentity, ScaPurpose, ScaSession, ScaStatus
+from bank_simulator.models import Account, Agreement, Customer, PsuIdentity, ScaPurpose, ScaSession, ScaStatus
 from bank_simulator.pis import selectors, tables
 from bank_simulator.pis.models import (
     Payment,
@@ -103,29 +103,9 @@ def _replay(existing: Payment, fingerprint: str) -> Payment:
     return existing
 
 
-def payment_initiate(
-    *,
-    product: str,
-    order: PaymentOrder,
-    psu: PsuIdentity,
-    agreement: Agreement,
-    tpp_org_id: str,
-    request_id: str,
-    tpp_session_id: str,
-    allow_logical_duplicate: bool,
-    now: dt.datetime,
-    request_id_replay: str = "same",
-) -> tuple[Payment, bool]:
-    """A new payment in RCVD, or, for an X-Request-ID this TPP used before, what ``request_id_replay`` says
-    (BANK_SIM_REQUEST_ID_REPLAY): "same" answers that payment again (409 CONFLICT for another body), "conflict"
-    refuses with 409 CONFLICT, "new" makes a new payment (the logical-duplicate rule applies to it as to any).
-
-    Without allowLogicalDuplicate=true (absent is false), a payment like a live one of the last 24 hours (same
-    debtor account, creditor, amount, currency and execution date) is refused with 409 CONFLICT.
-    Returns the payment and whether it was created now.
-    """
-    idempotency_key = "" if request_id_replay == "new" else request_id
-    fingerprint = _fingerprint(product=product, psu=psu, order=order)
+def _debtor_account(*, order: PaymentOrder, agreement: Agreement):
+    """The debtor account of ``order``: an account of this bank, in the order's currency, in the agreement in
+    force, and not the creditor account itself; else the refusal naming the rule."""
     debtor = selectors.bank_account(ref=order.debtor_account, agreement=agreement)
     if debtor is None:
         raise PaymentRefused(
@@ -151,33 +131,87 @@ def payment_initiate(
         raise PaymentRefused(
             400, "FORMAT_ERROR", "creditorAccount is the debtor account itself.", field="creditorAccount"
         )
-    execution_date = order.execution_date or now.astimezone(dt.UTC).date()
-    if not allow_logical_duplicate:
-        duplicate = selectors.logical_duplicate(
-            debtor_account=debtor,
-            creditor=order.creditor_account,
-            amount=order.amount,
-            currency=order.currency,
-            execution_date=execution_date,
-            now=now,
-            tpp_org_id=tpp_org_id,
-            request_id=idempotency_key or None,
+    return debtor
+
+
+def _lock(debtor) -> None:
+    """Lock the debtor account for the rest of the transaction (on SQLite the transaction holds the write lock from
+    its start: transaction_mode IMMEDIATE), as a bank's duplicate check must: two initiations that arrive together
+    (a replay sent while the first is still being processed) cannot both pass the check and both be stored."""
+    list(Account.objects.select_for_update().filter(pk=debtor.pk).values_list("pk", flat=True))
+
+
+def _refuse_logical_duplicate(
+    *,
+    debtor,
+    order: PaymentOrder,
+    execution_date: dt.date,
+    now: dt.datetime,
+    tpp_org_id: str,
+    idempotency_key: str,
+) -> None:
+    """409 CONFLICT when a payment like this one (same debtor, creditor, amount, currency and execution date) is
+    live from the last 24 hours."""
+    duplicate = selectors.logical_duplicate(
+        debtor_account=debtor,
+        creditor=order.creditor_account,
+        amount=order.amount,
+        currency=order.currency,
+        execution_date=execution_date,
+        now=now,
+        tpp_org_id=tpp_org_id,
+        request_id=idempotency_key or None,
+    )
+    if duplicate is not None:
+        raise PaymentRefused(
+            409,
+            "CONFLICT",
+            f"A logical duplicate (same debtor, creditor, amount and execution date) was received at "
+            f"{duplicate.created_at:%Y-%m-%d %H:%M} UTC as payment {duplicate.payment_id}; send "
+            "allowLogicalDuplicate=true to make this payment as well.",
+            field="allowLogicalDuplicate",
         )
-        if duplicate is not None:
-            raise PaymentRefused(
-                409,
-                "CONFLICT",
-                f"A logical duplicate (same debtor, creditor, amount and execution date) was received at "
-                f"{duplicate.created_at:%Y-%m-%d %H:%M} UTC as payment {duplicate.payment_id}; send "
-                "allowLogicalDuplicate=true to make this payment as well.",
-                field="allowLogicalDuplicate",
-            )
+
+
+def payment_initiate(
+    *,
+    product: str,
+    order: PaymentOrder,
+    psu: PsuIdentity,
+    agreement: Agreement,
+    tpp_org_id: str,
+    request_id: str,
+    tpp_session_id: str,
+    allow_logical_duplicate: bool,
+    now: dt.datetime,
+    request_id_replay: str = "same",
+) -> tuple[Payment, bool]:
+    """A new payment in RCVD, or, for an X-Request-ID this TPP used before, what ``request_id_replay`` says
+    (BANK_SIM_REQUEST_ID_REPLAY): "same" answers that payment again (409 CONFLICT for another body), "conflict"
+    refuses with 409 CONFLICT, "new" makes a new payment (the logical-duplicate rule applies to it as to any).
+
+    Without allowLogicalDuplicate=true (absent is false), a logical duplicate is refused with 409 CONFLICT
+    (``_refuse_logical_duplicate``). Returns the payment and whether it was created now."""
+    idempotency_key = "" if request_id_replay == "new" else request_id
+    fingerprint = _fingerprint(product=product, psu=psu, order=order)
+    debtor = _debtor_account(order=order, agreement=agreement)
+    execution_date = order.execution_date or now.astimezone(dt.UTC).date()
     debit = tables.quantize(
         tables.convert(order.amount, source=order.currency, target=debtor.currency), debtor.currency
     )
     fee = fees_for(product=product, amount=order.amount, currency=order.currency, account_currency=debtor.currency)
     try:
         with transaction.atomic():
+            _lock(debtor)  # the duplicate check and the insert: one transaction, the debtor account locked
+            if not allow_logical_duplicate:
+                _refuse_logical_duplicate(
+                    debtor=debtor,
+                    order=order,
+                    execution_date=execution_date,
+                    now=now,
+                    tpp_org_id=tpp_org_id,
+                    idempotency_key=idempotency_key,
+                )
             payment = Payment.objects.create(
                 payment_id=opaque_id("payment", secrets.token_hex(16)),
                 product=product,

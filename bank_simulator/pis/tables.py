@@ -1,11 +1,11 @@
 """The bank's payment tables: currency and country lists, codes, ISO 4217 minor units and its fixed rates.
 
-Lists are exactly those of bank-api-spec.md 2.1, 2.5 and 2.6. Minor units come from the ``iso4217`` package;
-for the listed codes that ISO 4217 no longer (or never) defined, ``MINOR_UNITS_NOT_IN_ISO`` states what the
-simulator uses and why. ``NOK_PER_UNIT`` is the simulator's own fixed rates table (NOK for one unit), used for
-the 100 000 NOK regulatory threshold, currency conversion and fees. The figures are plausible middle rates,
-not market data, and never change while the simulator runs, so tests and demos get the same answer every time.
-"""
+Lists are exactly those of docs/bank-interface.md, spec 2.1, 2.5 and 2.6, read from ``bank_spec``. Minor units come
+from the ``iso4217`` package; for the listed codes that ISO 4217 no longer (or never) defined,
+``MINOR_UNITS_NOT_IN_ISO`` states what the simulator uses and why. ``NOK_PER_UNIT`` is the simulator's own fixed
+rates table (NOK for one unit), used for the 100 000 NOK regulatory threshold, currency conversion and fees. The
+figures are plausible middle rates, not market data, and never change while the simulator runs, so tests and demos
+get the same answer every time."""
 
 from __future__ import annotations
 
@@ -14,43 +14,19 @@ from decimal import ROUND_HALF_UP, Decimal
 
 import iso4217
 
-CROSS_BORDER = "norwegian-cross-border-credit-transfers"
-DOMESTIC = "norwegian-domestic-credit-transfers"
-PRODUCTS = (CROSS_BORDER, DOMESTIC)
+import bank_spec
 
-# spec 2.5
-CURRENCIES: frozenset[str] = frozenset(
-    """
-    AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL BSD BTN BWP BYR BZD CAD
-    CDF CHF CLP CNY COP CRC CUC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR FJD FKP GBP GEL GGP GHS GIP GMD
-    GNF GTQ GYD HKD HNL HRK HTG HUF IDR ILS IMP INR IQD IRR ISK JEP JMD JOD JPY KES KGS KHR KMF KPW KRW KWD
-    KYD KZT LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK MNT MOP MRO MUR MVR MWK MXN MYR MZN NAD NGN NIO NOK
-    NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR RON RSD RUB RWF SAR SBD SCR SDG SEK SGD SHP SLL SOS SPL SRD
-    STD SVC SYP SZL THB TJS TMT TND TOP TRY TTD TVD TWD TZS UAH UGX USD UYU UZS VEF VND VUV WST XAF XCD XDR
-    XOF XPF YER ZAR ZMW ZWD
-    """.split()
-)
-
-# spec 2.6
-COUNTRIES: frozenset[str] = frozenset(
-    """
-    AF AX AL DZ AS AD AO AI AQ AG AR AM AW AU AT AZ BH BS BD BB BY BE BZ BJ BM BT BO BQ BA BW BV BR IO BN BG
-    BF BI KH CM CA CV KY CF TD CL CN CX CC CO KM CG CD CK CR CI HR CU CW CY CZ DK DJ DM DO EC EG SV GQ ER EE
-    ET FK FO FJ FI FR GF PF TF GA GM GE DE GH GI GR GL GD GP GU GT GG GN GW GY HT HM VA HN HK HU IS IN ID IR
-    IQ IE IM IL IT JM JP JE JO KZ KE KI KP KR KW KG LA LV LB LS LR LY LI LT LU MO MK MG MW MY MV ML MT MH MQ
-    MR MU YT MX FM MD MC MN ME MS MA MZ MM NA NR NP NL NC NZ NI NE NG NU NF MP NO OM PK PW PS PA PG PY PE PH
-    PN PL PT PR QA RE RO RU RW BL SH KN LC MF PM VC WS SM ST SA SN RS SC SL SG SX SK SI SB SO ZA GS SS ES LK
-    SD SR SJ SZ SE CH SY TW TJ TZ TH TL TG TK TO TT TN TR TM TC TV UG UA AE GB US UM UY UZ VU VE VN VG VI WF
-    EH YE ZM ZW
-    """.split()
-)
-
-# spec 2.1: purposeCode (the bank's subset of the ISO 20022 external purpose codes)
-PURPOSE_CODES: frozenset[str] = frozenset(
-    "INVS SALA IDCP CASH CORT INTC PENS SSBE SUPP TAXS TREA VATX LOAN OTHR".split()
-)
-# spec 2.1 and facts.md section 7: the tax authority's codes for payment type
-REGULATORY_CODES: frozenset[str] = frozenset("14 26 29 31 35 38 41 43 45 51 52 53 71 79 81 82".split())
+# The bank's lists (spec 2.1, 2.5, 2.6) are bank_spec's, the one module the sandbox bank, the portal and the tests
+# read; here they are sets, for the checks.
+CROSS_BORDER = bank_spec.CROSS_BORDER
+DOMESTIC = bank_spec.DOMESTIC
+PRODUCTS = bank_spec.PRODUCTS
+CURRENCIES: frozenset[str] = bank_spec.CURRENCY_SET
+COUNTRIES: frozenset[str] = bank_spec.COUNTRY_SET
+# purposeCode: the bank's subset of the ISO 20022 external purpose codes
+PURPOSE_CODES: frozenset[str] = frozenset(bank_spec.PURPOSE_CODES)
+# regulatoryReportingCode: the tax authority's codes for payment type (docs/bank-interface.md, reference 7)
+REGULATORY_CODES: frozenset[str] = frozenset(bank_spec.REGULATORY_CODES)
 REGULATORY_THRESHOLD_NOK = Decimal("100000")
 # Creditor accounts (Norwegian account numbers) of billers that collect by KID: a domestic payment to one of them
 # without a KID is 400 KID_MISSING (the sandbox's stand-in for the bank's register of KID agreements).

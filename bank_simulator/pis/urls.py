@@ -3,7 +3,7 @@ from django.urls import path
 from bank_simulator.access import methods
 from bank_simulator.pis import views
 
-# Payment ids are opaque and may hold '!' and '=' (facts.md section 2): the str converter keeps them.
+# Payment ids are opaque and may hold '!' and '=' (docs/bank-interface.md, reference 2): str keeps them.
 urlpatterns = [
     path("v1/payments/<str:product>", methods(POST=views.initiate)),
     path(

@@ -1,4 +1,4 @@
-"""Validation of a payment initiation body: every rule of bank-api-spec.md 2.1-2.6 and 8.
+"""Validation of a payment initiation body: every rule of docs/bank-interface.md, spec 2.1-2.6 and 8.
 
 Each violation is one tppMessage (400 FORMAT_ERROR) whose ``path`` names the field, e.g.
 ``instructedAmount.amount`` or ``creditorAddress.country``; all violations of a body are reported together.
@@ -235,6 +235,8 @@ def latest_execution_date(today: dt.date) -> dt.date:
         return today.replace(year=today.year + 1, day=28)
 
 
+# Whole on purpose: every rule of spec 2.1-2.6 and 8 in the specification's order, each adding its tppMessage to
+# one answer; cut into parts, the order the PSU's errors come in would be spread over several functions.
 def validate(body: Any, *, product: str, today: dt.date) -> PaymentOrder:
     """The parsed order, or ``PaymentRejected`` listing every violation."""
     check = _Checker()

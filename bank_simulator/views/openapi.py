@@ -261,6 +261,7 @@ PATH_EXTENSIONS: list[Any] = []
 _AMOUNT_INPUT = _obj(["amount", "currency"], amount={"type": "string"}, currency={"type": "string"})
 
 
+# Whole on purpose: one literal OpenAPI document, read top to bottom like the specification it describes.
 def build(base_url: str) -> dict[str, Any]:
     acc = [_path("resourceId")]
     with_balance = _query("withBalance", "include balances", type="boolean")

@@ -1,4 +1,4 @@
-"""Sandbox mock-data operations (spec 1 and 4.2; facts.md section 1). 404 when BANK_SIM_SANDBOX is off."""
+"""Sandbox mock data (spec 1 and 4.2; docs/bank-interface.md, reference 1); 404 when BANK_SIM_SANDBOX is off."""
 
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ def agreement_create(api: ApiRequest) -> tuple[int, Any]:
 
 @endpoint(**SANDBOX, body="json")
 def agreement_engagements(api: ApiRequest, agreement_id: str) -> tuple[int, Any]:
-    """Add an account of the company to the agreement (facts.md: done explicitly for corporate accounts)."""
+    """Add a company's account to the agreement: done explicitly (docs/bank-interface.md, reference 1)."""
     agreement = Agreement.objects.filter(agreement_id=_uuid_or_404(agreement_id)).first()
     if agreement is None:
         raise ApiError(404, "RESOURCE_UNKNOWN", "No such agreement.", path="agreementId")

@@ -12,10 +12,10 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from connections.models import ConnectionState
+from core.bank import bank_audit_context, bank_client
 from payments.models import Payment, PaymentEvent, PaymentEventKind
 from payments.services.polling import payment_poll, poll_soon
 from payments.status import NOT_CANCELLABLE
-from tpp_portal.bank import bank_audit_context, bank_client
 from xs2a.errors import Xs2aError
 from xs2a.psu import PsuContext
 

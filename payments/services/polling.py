@@ -42,6 +42,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from core.bank import bank_audit_context, bank_client
 from payments.models import (
     FINAL_TRANSACTION_STATUSES,
     Payment,
@@ -53,7 +54,6 @@ from payments.models import (
 )
 from payments.services import dispatch
 from payments.services.lifecycle import payment_move
-from tpp_portal.bank import bank_audit_context, bank_client
 from xs2a.errors import AccessExceededError, ResourceUnknownError, Xs2aError
 
 logger = logging.getLogger(__name__)

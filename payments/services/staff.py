@@ -3,7 +3,7 @@
 A payment lands there (``staff_flagged_at``) when its answer was lost and the replay window passed, when the bank
 refused the replay of a lost answer (it may hold the payment), or when no final status came within the poll
 horizon. Staff ask the bank (its support, the account's statements) and record what it said; the user's payments
-alike are held back until then (payments.services.initiation: a payment alike of unknown outcome). A payment
+alike are held back until then (payments.services.submission: a payment alike of unknown outcome). A payment
 flagged at the horizon leaves the queue once a status read ("Poll the bank's status now") finds it final.
 """
 
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from core import bank as portal_bank
 from payments.models import FINAL_TRANSACTION_STATUSES, Payment, PaymentEvent, PaymentEventKind, PaymentState
 from payments.services.lifecycle import payment_move
 from payments.services.polling import poll_soon
-from tpp_portal import bank as portal_bank
 from xs2a.errors import Xs2aError
 
 

@@ -11,7 +11,9 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
+from accounts.ledger import refresh_budgets
 from accounts.models import BalanceSnapshot, BankAccount, RefreshCall, Transaction
+from accounts.refresh import account_refresh
 from staff.admin.bank_calls import bank_calls_link
 from staff.admin.helpers import (
     ACTION_LIMIT,
@@ -29,8 +31,6 @@ class AccountChangeList(ChangeList):
 
     def get_results(self, request):
         super().get_results(request)
-        from accounts.selectors import refresh_budgets
-
         budgets = refresh_budgets(account_ids=[account.pk for account in self.result_list])
         for account in self.result_list:
             account.refresh_budget = budgets.get(account.pk)
@@ -39,8 +39,6 @@ class AccountChangeList(ChangeList):
 def _budget_of(account: BankAccount):
     budget = getattr(account, "refresh_budget", None)
     if budget is None and not hasattr(account, "refresh_budget"):
-        from accounts.selectors import refresh_budgets
-
         budget = refresh_budgets(account_ids=[account.pk]).get(account.pk)
         account.refresh_budget = budget
     return budget
@@ -134,8 +132,6 @@ class BankAccountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.action(description="Refresh now (unattended, within the daily budget)", permissions=["change"])
     def refresh_within_budget(self, request, queryset):
-        from accounts.refresh import account_refresh
-
         def refresh(account: BankAccount) -> tuple[bool, str]:
             outcome = account_refresh(account_id=account.pk, presence=None, actor=request.user)
             if outcome.ok:

@@ -1,4 +1,4 @@
-"""Admin: the audit log of bank calls (``tpp_portal.models.BankCall``), read-only for everyone."""
+"""Admin: the audit log of bank calls (``core.models.BankCall``), read-only for everyone."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.http import urlencode
 
+from core.models import BankCall, CertificateCheck
 from staff.admin.helpers import export_csv
-from tpp_portal.models import BankCall, CertificateCheck
 
 FILTER_CHOICES_PERIOD = timedelta(days=30)
 FILTER_CHOICES_LIMIT = 200

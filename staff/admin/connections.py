@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from accounts.models import BankAccount
+from connections.errors import IllegalTransition
 from connections.models import (
     BankConnection,
     ConnectionEvent,
@@ -28,7 +29,7 @@ from connections.models import (
     ScaState,
     TppSession,
 )
-from connections.services import IllegalTransition, connection_transition
+from connections.services import connection_transition
 from staff.admin.bank_calls import bank_calls_link
 from staff.admin.helpers import (
     IdentifierHashSearchMixin,

@@ -26,9 +26,10 @@ from django.utils import timezone
 from django.utils.html import strip_tags
 from django.utils.text import capfirst
 
-from tpp_portal import csvsafe
-from tpp_portal.csvsafe import text_cell
-from tpp_portal.money import amount_plain
+from connections.crypto import lookup_hash
+from core import csvsafe
+from core.csvsafe import text_cell
+from core.money import amount_plain
 
 #: Bank calls made by one admin action, at most (staff wait for the page).
 ACTION_LIMIT = 20
@@ -213,8 +214,6 @@ class IdentifierHashSearchMixin:
 
 def search_by_identifier_hash(queryset: QuerySet, term: str, *fields: str) -> QuerySet:
     """Rows whose keyed-hash column(s) match an exact identifier typed by staff (never stored in clear)."""
-    from connections.crypto import lookup_hash
-
     digest = lookup_hash(term)
     if not digest:
         return queryset.none()

@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.db.models import Q
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 
 from payments.models import (
     ExchangeRate,
@@ -19,6 +20,9 @@ from payments.models import (
     PaymentState,
 )
 from payments.services.exchange_rates import exchange_rate_save_by_staff
+from payments.services.polling import payment_poll
+from payments.services.staff import payment_staff_attach, payment_staff_settle
+from payments.status import OUTCOMES, outcome_query, payment_outcome
 from staff.admin.bank_calls import bank_calls_link
 from staff.admin.helpers import (
     ACTION_LIMIT,
@@ -81,6 +85,41 @@ class WaitingFilter(admin.SimpleListFilter):
         return queryset
 
 
+#: The portal's states as staff read them. FINAL is "Completed" to the customer, beside the bank's words; here
+#: it stands beside the outcome and must not read "Completed" for a payment the bank rejected or cancelled.
+STATE_LABELS = {**dict(PaymentState.choices), PaymentState.FINAL: _("Final status from the bank")}
+
+
+class StateFilter(admin.SimpleListFilter):
+    """The portal's state, in the staff's words (STATE_LABELS); the parameter is the one the dashboard links."""
+
+    title = "state"
+    parameter_name = "state__exact"
+
+    def lookups(self, request, model_admin):
+        return list(STATE_LABELS.items())
+
+    def queryset(self, request, queryset):
+        if self.value():
+            return queryset.filter(state=self.value())
+        return queryset
+
+
+class OutcomeFilter(admin.SimpleListFilter):
+    """What the bank made of the payment (payments.status.payment_outcome), as the list's filter."""
+
+    title = _("outcome")
+    parameter_name = "outcome"
+
+    def lookups(self, request, model_admin):
+        return [(key, label) for key, (label, _tone) in OUTCOMES.items()]
+
+    def queryset(self, request, queryset):
+        if self.value() in OUTCOMES:
+            return queryset.filter(outcome_query(self.value()))
+        return queryset
+
+
 class StaffQueueFilter(admin.SimpleListFilter):
     """The payments the portal could not settle by itself (payments.services.staff): a lost answer past the
     replay window, a refused replay, no final status within the poll horizon."""
@@ -125,7 +164,8 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "context",
         "amount_shown",
         "creditor_name",
-        "state",
+        "outcome_shown",
+        "state_shown",
         "transaction_status",
         "poll_count",
         "next_poll_at",
@@ -133,8 +173,9 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     )
     list_filter = (
         StaffQueueFilter,
+        OutcomeFilter,
         WaitingFilter,
-        "state",
+        StateFilter,
         "transaction_status",
         "product",
         "context",
@@ -157,7 +198,8 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                     "connection_link",
                     "product",
                     "context",
-                    "state",
+                    "outcome_shown",
+                    "state_shown",
                     "amount_shown",
                     "nok_equivalent_shown",
                     "nok_rate",
@@ -230,6 +272,14 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def amount_shown(self, payment: Payment) -> str:
         return amount_text(payment.amount, payment.currency)
 
+    @admin.display(description=_("outcome"))
+    def outcome_shown(self, payment: Payment) -> str:
+        return payment_outcome(payment).label
+
+    @admin.display(description="state", ordering="state")
+    def state_shown(self, payment: Payment) -> str:
+        return str(STATE_LABELS.get(payment.state, payment.state))
+
     @admin.display(description="NOK equivalent")
     def nok_equivalent_shown(self, payment: Payment) -> str:
         return amount_text(payment.nok_equivalent, "NOK")
@@ -255,8 +305,6 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.action(description="Poll the bank's status now", permissions=["change"])
     def poll_status_now(self, request, queryset):
-        from payments.services.polling import payment_poll
-
         def poll(payment: Payment) -> tuple[bool, str]:
             outcome = payment_poll(payment_id=payment.pk, actor=request.user)
             if not outcome.ok or outcome.skipped:
@@ -269,8 +317,6 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         run_bank_action(self, request, queryset, poll, limit=ACTION_LIMIT, verb="poll")
 
     def _settle(self, request, queryset, *, at_bank: bool, summary: str) -> None:
-        from payments.services.staff import payment_staff_settle
-
         def settle(payment: Payment) -> tuple[bool, str]:
             if payment.state != PaymentState.UNCONFIRMED:
                 return False, "only a payment the bank did not confirm is settled this way."
@@ -294,8 +340,6 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     )
     def attach_bank_payment(self, request, queryset):
         from django.template.response import TemplateResponse
-
-        from payments.services.staff import payment_staff_attach
 
         payments = list(queryset[:2])
         if len(payments) != 1:

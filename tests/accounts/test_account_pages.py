@@ -80,17 +80,11 @@ def _ids_on(html: str, table: str) -> list[int]:
 
 
 @pytest.fixture(autouse=True)
-def bank(request, monkeypatch):
-    """The transaction page reads the bank's details: an in-process bank that knows none of these rows (the
-    tests against the sandbox bank keep the real client)."""
-    from accounts import services
-    from tests.fake_bank import FakeBank
-
-    if request.node.get_closest_marker("live_bank"):
-        return None
-    fake = FakeBank()
-    monkeypatch.setattr(services, "bank_client", lambda: fake)
-    return fake
+def _in_process_bank(request):
+    """The transaction page reads the bank's details: the fake bank, which knows none of these rows (the tests
+    against the sandbox bank keep the real client)."""
+    if not request.node.get_closest_marker("live_bank"):
+        request.getfixturevalue("fake_bank")
 
 
 @pytest.fixture
@@ -361,8 +355,8 @@ def test_refresh_now_shows_the_banks_refusal(alice_client, account, monkeypatch)
 def test_refresh_now_against_the_sandbox_bank_reads_transactions_with_the_psu_present(
     live_bank, alice_client, alice
 ):
+    from core.models import BankCall
     from tests.live_bank import portal_connect
-    from tpp_portal.models import BankCall
 
     portal_connect(alice_client)
     current = BankAccount.objects.get(connection__user=alice, name="Brukskonto")

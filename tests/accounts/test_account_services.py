@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 from decimal import Decimal
-from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
@@ -14,9 +13,9 @@ from django.utils import timezone
 from accounts import services
 from accounts.models import BalanceSnapshot
 from connections.models import ConnectionState
-from connections.services import FetchProblem
+from connections.outcomes import FetchProblem
+from tests import bankfake
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
-from xs2a.errors import AccessExceededError, ConsentUnknownError, ServerError, TppMessage
 
 S = ConnectionState
 
@@ -27,33 +26,21 @@ def _presence():
     return PsuContext(ip_address="198.51.100.7")
 
 
-class FailingClient:
-    def __init__(self, error):
-        self.error = error
-        self.accounts = self.card_accounts = SimpleNamespace(balances=self.balances)  # the client's services
-
-    def balances(self, *args, **kwargs):
-        raise self.error
-
-    card_account_balances = balances
+BALANCES = "/v1/accounts/{accountId}/balances"
 
 
 @pytest.mark.parametrize(
-    ("error", "problem", "state"),
+    ("answer", "problem", "state"),
     [
-        (
-            ConsentUnknownError("revoked", status=403, tpp_messages=[TppMessage("ERROR", "CONSENT_UNKNOWN")]),
-            FetchProblem.NEEDS_RECONNECT,
-            S.NEEDS_RECONNECT,
-        ),
-        (AccessExceededError("limit", status=429), FetchProblem.LIMIT, S.ACTIVE),
-        (ServerError("down", status=503), FetchProblem.UNAVAILABLE, S.ACTIVE),
+        (bankfake.error(403, "CONSENT_UNKNOWN", "revoked"), FetchProblem.NEEDS_RECONNECT, S.NEEDS_RECONNECT),
+        (bankfake.error(429, "ACCESS_EXCEEDED", "limit"), FetchProblem.LIMIT, S.ACTIVE),
+        (bankfake.error(503, "SERVICE_UNAVAILABLE", "down"), FetchProblem.UNAVAILABLE, S.ACTIVE),
     ],
 )
-def test_bank_errors_on_refresh(alice, monkeypatch, error, problem, state):
+def test_bank_errors_on_refresh(alice, fake_bank, answer, problem, state):
     connection = BankConnectionFactory(user=alice)
     BankAccountFactory(connection=connection)
-    monkeypatch.setattr(services, "bank_client", lambda: FailingClient(error))
+    fake_bank.add("GET", BALANCES, answer)
 
     outcome = services.connection_refresh_balances(connection=connection, presence=_presence(), actor=alice)
 
@@ -102,30 +89,12 @@ def test_accounts_overview_shows_latest_balances_in_constant_queries(
     assert "Booked, end of day" not in body and body.count("Available now") == n
 
 
-class AccountsClient:
-    """Answers like the bank: one account and its balances."""
-
-    def __init__(self):
-        from xs2a import models as m
-
-        self.account = m.Account(resource_id="enc!!a1=", iban="NO9386011117947", currency="NOK", name="Brukskonto")
-        self.balances_answer = m.AccountBalances.from_json(
-            {"balances": [{"balanceAmount": {"amount": "100.25", "currency": "NOK"}, "balanceType": "expected"}]}
-        )
-        # The client's services (client.accounts, client.card_accounts).
-        self.accounts = SimpleNamespace(list=self.account_list, balances=self.balances)
-        self.card_accounts = SimpleNamespace(list=lambda **kwargs: [], balances=self.balances)
-
-    def account_list(self, **kwargs):
-        return [self.account]
-
-    def balances(self, resource_id, **kwargs):
-        return self.balances_answer
-
-
-def test_refresh_now_fetches_the_accounts_of_a_pending_connection(alice, alice_client, monkeypatch):
+def test_refresh_now_fetches_the_accounts_of_a_pending_connection(alice, alice_client, fake_bank):
+    """The bank answers one account and its balances."""
     connection = BankConnectionFactory(user=alice, state=S.PENDING)
-    monkeypatch.setattr(services, "bank_client", lambda: AccountsClient())
+    fake_bank.add("GET", "/v1/accounts", bankfake.accounts_list(bankfake.account("enc!!a1=", name="Brukskonto")))
+    fake_bank.add("GET", "/v1/card-accounts", bankfake.card_accounts_list())
+    fake_bank.add("GET", BALANCES, bankfake.balances("100.25", types=["expected"]))
 
     alice_client.post("/bank/accounts/refresh/")
 

@@ -12,7 +12,7 @@ from django.db import close_old_connections, connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from accounts import refresh, selectors
+from accounts import ledger
 from accounts.models import UNATTENDED_CALLS_PER_DAY, BankAccount, RefreshCall, RefreshKind
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
 
@@ -23,27 +23,27 @@ def test_four_calls_per_kind_then_refused_until_the_oldest_leaves_the_window(ali
     account = BankAccountFactory(connection__user=alice)
     start = timezone.now() - timedelta(hours=23)
     for hour in range(4):
-        refresh.reserve(account=account, kinds=(B, T), now=start + timedelta(hours=hour))
+        ledger.reserve(account=account, kinds=(B, T), now=start + timedelta(hours=hour))
 
     now = start + timedelta(hours=5)
-    with pytest.raises(refresh.RefreshRefused) as refused:
-        refresh.reserve(account=account, kinds=(B, T), now=now)
+    with pytest.raises(ledger.RefreshRefused) as refused:
+        ledger.reserve(account=account, kinds=(B, T), now=now)
     assert refused.value.available_at == start + timedelta(hours=24)
     assert RefreshCall.objects.count() == 8  # nothing reserved by the refusal (all or nothing)
 
     # One second after the first call left the window, one more of each kind is allowed.
-    refresh.reserve(account=account, kinds=(B, T), now=start + timedelta(hours=24, seconds=1))
+    ledger.reserve(account=account, kinds=(B, T), now=start + timedelta(hours=24, seconds=1))
     assert RefreshCall.objects.count() == 10
 
 
 def test_kinds_are_counted_apart(alice):
     account = BankAccountFactory(connection__user=alice)
     for _ in range(4):
-        refresh.reserve(account=account, kinds=(T,))
+        ledger.reserve(account=account, kinds=(T,))
 
-    refresh.reserve(account=account, kinds=(B,))  # balances still free
-    with pytest.raises(refresh.RefreshRefused):
-        refresh.reserve(account=account, kinds=(B, T))  # all or nothing: transactions are spent
+    ledger.reserve(account=account, kinds=(B,))  # balances still free
+    with pytest.raises(ledger.RefreshRefused):
+        ledger.reserve(account=account, kinds=(B, T))  # all or nothing: transactions are spent
     assert RefreshCall.objects.filter(kind=B).count() == 1
 
 
@@ -53,13 +53,13 @@ def test_portal_accounts_on_one_bank_account_share_its_allowance(alice, bob):
     theirs = BankAccountFactory(connection__user=bob, resource_id="shared-resource")
     other = BankAccountFactory(connection__user=bob, resource_id="another-resource")
     for _ in range(2):
-        refresh.reserve(account=mine, kinds=(B, T))
-        refresh.reserve(account=theirs, kinds=(B, T))
+        ledger.reserve(account=mine, kinds=(B, T))
+        ledger.reserve(account=theirs, kinds=(B, T))
 
-    with pytest.raises(refresh.RefreshRefused):
-        refresh.reserve(account=theirs, kinds=(B, T))
-    refresh.reserve(account=other, kinds=(B, T))
-    budgets = selectors.refresh_budgets(account_ids=[mine.pk, theirs.pk, other.pk])
+    with pytest.raises(ledger.RefreshRefused):
+        ledger.reserve(account=theirs, kinds=(B, T))
+    ledger.reserve(account=other, kinds=(B, T))
+    budgets = ledger.refresh_budgets(account_ids=[mine.pk, theirs.pk, other.pk])
     assert (budgets[mine.pk].used, budgets[theirs.pk].remaining, budgets[other.pk].used) == (4, 0, 1)
 
 
@@ -68,10 +68,10 @@ def test_a_blocked_account_refuses_until_the_bank_reset(alice):
     until = timezone.now() + timedelta(hours=3)
     BankAccount.objects.filter(pk=account.pk).update(refresh_blocked_until=until)
 
-    with pytest.raises(refresh.RefreshRefused) as refused:
-        refresh.reserve(account=account, kinds=(B,))
+    with pytest.raises(ledger.RefreshRefused) as refused:
+        ledger.reserve(account=account, kinds=(B,))
     assert refused.value.reason == "blocked" and refused.value.available_at == until
-    refresh.reserve(account=account, kinds=(B,), now=until + timedelta(seconds=1))
+    ledger.reserve(account=account, kinds=(B,), now=until + timedelta(seconds=1))
     assert RefreshCall.objects.count() == 1
 
 
@@ -80,16 +80,16 @@ def test_refresh_budgets_reads_any_number_of_accounts_in_two_queries(alice):
     accounts = BankAccountFactory.create_batch(12, connection=connection_)
     now = timezone.now()
     for account in accounts[:5]:
-        refresh.reserve(account=account, kinds=(B, T), now=now - timedelta(hours=30))  # outside the window
-        refresh.reserve(account=account, kinds=(T,), now=now - timedelta(hours=2))
-        refresh.reserve(account=account, kinds=(T,), now=now - timedelta(hours=1))
-        refresh.reserve(account=account, kinds=(B,), now=now - timedelta(hours=1))
+        ledger.reserve(account=account, kinds=(B, T), now=now - timedelta(hours=30))  # outside the window
+        ledger.reserve(account=account, kinds=(T,), now=now - timedelta(hours=2))
+        ledger.reserve(account=account, kinds=(T,), now=now - timedelta(hours=1))
+        ledger.reserve(account=account, kinds=(B,), now=now - timedelta(hours=1))
     blocked_until = now + timedelta(hours=4)
     BankAccount.objects.filter(pk=accounts[0].pk).update(refresh_blocked_until=blocked_until, next_refresh_at=now)
     BankAccount.objects.filter(pk=accounts[1].pk).update(refresh_blocked_until=now - timedelta(minutes=1))
 
     with CaptureQueriesContext(connection) as queries:
-        budgets = selectors.refresh_budgets(account_ids=[a.pk for a in accounts] + [999_999], now=now)
+        budgets = ledger.refresh_budgets(account_ids=[a.pk for a in accounts] + [999_999], now=now)
 
     assert len(queries) <= 2
     assert set(budgets) == {a.pk for a in accounts}
@@ -98,7 +98,7 @@ def test_refresh_budgets_reads_any_number_of_accounts_in_two_queries(alice):
     assert first.blocked_until == blocked_until and first.next_due_at == now
     assert budgets[accounts[1].pk].blocked_until is None  # a passed block is no block
     assert (budgets[accounts[9].pk].used, budgets[accounts[9].pk].remaining) == (0, 4)
-    assert selectors.refresh_budgets(account_ids=[]) == {}
+    assert ledger.refresh_budgets(account_ids=[]) == {}
 
 
 def _race(account_pk: int, workers: int) -> tuple[int, int]:
@@ -112,9 +112,9 @@ def _race(account_pk: int, workers: int) -> tuple[int, int]:
             account = BankAccount.objects.get(pk=account_pk)
             barrier.wait(timeout=10)
             try:
-                refresh.reserve(account=account, kinds=(B, T))
+                ledger.reserve(account=account, kinds=(B, T))
                 granted = True
-            except refresh.RefreshRefused:
+            except ledger.RefreshRefused:
                 granted = False
             with lock:
                 results.append(granted)
@@ -134,9 +134,9 @@ def _race(account_pk: int, workers: int) -> tuple[int, int]:
         for _ in range(workers):
             account = BankAccount.objects.get(pk=account_pk)
             try:
-                refresh.reserve(account=account, kinds=(B, T))
+                ledger.reserve(account=account, kinds=(B, T))
                 results.append(True)
-            except refresh.RefreshRefused:
+            except ledger.RefreshRefused:
                 results.append(False)
     return results.count(True), results.count(False)
 
@@ -146,7 +146,7 @@ def test_concurrent_workers_never_reserve_more_than_the_allowance():
     from tests.factories import UserFactory
 
     account = BankAccountFactory(connection__user=UserFactory())
-    refresh.reserve(account=account, kinds=(B, T))  # one already spent today
+    ledger.reserve(account=account, kinds=(B, T))  # one already spent today
 
     granted, refused = _race(account.pk, workers=8)
 
@@ -164,9 +164,9 @@ def test_a_planned_refresh_delivered_twice_at_once_is_done_once():
 
     def deliver() -> None:
         try:
-            refresh.reserve(account=BankAccount.objects.get(pk=account.pk), kinds=(B, T), not_since=planned)
+            ledger.reserve(account=BankAccount.objects.get(pk=account.pk), kinds=(B, T), not_since=planned)
             outcomes.append("done")
-        except refresh.RefreshRefused as refused:
+        except ledger.RefreshRefused as refused:
             outcomes.append(refused.reason)
         finally:
             connection.close()

@@ -8,32 +8,23 @@ import re
 from datetime import timedelta
 from decimal import Decimal
 
-import pytest
 from django.utils import timezone
 
 from accounts import refresh
 from accounts.models import BalanceSnapshot, Transaction, TransactionStatus
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
-from tests.fake_bank import FakeBank, booked, pending
+from tests.bankfake import booked, pending
 from xs2a.psu import PsuContext
 
 PRESENT = PsuContext(ip_address="198.51.100.7")
 
 
-@pytest.fixture
-def bank(monkeypatch):
-    fake = FakeBank()
-    monkeypatch.setattr(refresh, "bank_client", lambda: fake)
-    monkeypatch.setattr(refresh, "unattended_client", lambda: fake)
-    return fake
-
-
-def test_a_page_with_odd_optional_fields_is_stored_whole_and_shown(bank, alice, alice_client):
+def test_a_page_with_odd_optional_fields_is_stored_whole_and_shown(fake_bank, alice, alice_client):
     account = BankAccountFactory(connection=BankConnectionFactory(user=alice), name="Brukskonto")
     today = timezone.localdate()
     midnight = f"{today.isoformat()}T00:00:00"
     yesterday = today - timedelta(days=1)
-    bank.booked = [
+    fake_bank.booked = [
         # A date as a date-time at midnight, no offset (as BANK_SIM_DATETIMES=naive sends it).
         booked("B1", "-120.00", today, "Elkjøp", bookingDate=midnight, valueDate=midnight),
         # An offset-less date-time and an entryReference that is no text: both optional.
@@ -47,9 +38,9 @@ def test_a_page_with_odd_optional_fields_is_stored_whole_and_shown(bank, alice, 
         ),
         booked("B3", "250.00", yesterday, "Lønn", originalAmount={"amount": "ti euro", "currency": "EUR"}),
     ]
-    bank.pending = [pending("P1", "-99.00", today, "Kiwi")]
-    bank.pending[0]["valueDate"] = midnight
-    bank.balance_fields = {"lastChangeDateTime": f"{today.isoformat()}T08:15:00", "referenceDate": midnight}
+    fake_bank.pending = [pending("P1", "-99.00", today, "Kiwi")]
+    fake_bank.pending[0]["valueDate"] = midnight
+    fake_bank.balance_fields = {"lastChangeDateTime": f"{today.isoformat()}T08:15:00", "referenceDate": midnight}
 
     outcome = refresh.account_refresh(account_id=account.pk, presence=PRESENT)
 

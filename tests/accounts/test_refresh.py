@@ -13,23 +13,16 @@ import pytest
 from django.db import connection as db_connection
 from django.utils import timezone
 
-from accounts import refresh, selectors, tasks
+from accounts import ledger, planner, refresh, tasks
 from accounts.models import BalanceSnapshot, BankAccount, RefreshCall, Transaction
 from connections.models import ConnectionAccess, ConnectionEvent, ConnectionState
+from core.bank import unattended_bank_client
+from core.models import BankCall
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
-from tests.fake_bank import FakeBank, booked, pending
-from tpp_portal.models import BankCall
+from tests.bankfake import booked, pending
 from xs2a.psu import PsuContext
 
 PRESENT = PsuContext(ip_address="198.51.100.7")
-
-
-@pytest.fixture
-def bank(monkeypatch):
-    fake = FakeBank()
-    monkeypatch.setattr(refresh, "bank_client", lambda: fake)
-    monkeypatch.setattr(refresh, "unattended_client", lambda: fake)
-    return fake
 
 
 @pytest.fixture
@@ -37,43 +30,43 @@ def account(alice):
     return BankAccountFactory(connection__user=alice)
 
 
-def test_refresh_with_the_psu_present_sends_the_address_and_never_counts(bank, account):
-    bank.booked = [booked("B1", "-10.00", timezone.now().date())]
+def test_refresh_with_the_psu_present_sends_the_address_and_never_counts(fake_bank, account):
+    fake_bank.booked = [booked("B1", "-10.00", timezone.now().date())]
 
     outcomes = [refresh.account_refresh(account_id=account.pk, presence=PRESENT) for _ in range(6)]
 
     assert all(o.ok for o in outcomes)
-    assert bank.calls(present=True) == 12 and bank.calls(present=False) == 0
-    assert not RefreshCall.objects.exists() and bank.too_many == 0
+    assert fake_bank.calls(present=True) == 12 and fake_bank.calls(present=False) == 0
+    assert not RefreshCall.objects.exists() and fake_bank.too_many == 0
     assert outcomes[0].balances == 2 and outcomes[0].transactions_new == 1 and outcomes[0].calls == 2
     assert BalanceSnapshot.objects.filter(account=account).count() == 12
 
 
-def test_unattended_refreshes_stop_at_four_and_the_bank_never_answers_429(bank, account):
-    bank.booked = [booked("B1", "-10.00", timezone.now().date())]
+def test_unattended_refreshes_stop_at_four_and_the_bank_never_answers_429(fake_bank, account):
+    fake_bank.booked = [booked("B1", "-10.00", timezone.now().date())]
 
     outcomes = [refresh.account_refresh(account_id=account.pk) for _ in range(5)]
 
     assert [o.ok for o in outcomes] == [True, True, True, True, False]
     assert "used up (4)" in outcomes[4].message and outcomes[4].calls == 0
-    assert bank.calls(present=False) == 8 and bank.too_many == 0  # the 5th never reached the bank
+    assert fake_bank.calls(present=False) == 8 and fake_bank.too_many == 0  # the 5th never reached the bank
     assert RefreshCall.objects.filter(account=account).count() == 8
     account.refresh_from_db()
     first = RefreshCall.objects.order_by("reserved_at").first()
     assert account.next_refresh_at == first.reserved_at + timedelta(hours=24)  # postponed until a call is free
-    budget = selectors.refresh_budgets(account_ids=[account.pk])[account.pk]
+    budget = ledger.refresh_budgets(account_ids=[account.pk])[account.pk]
     assert (budget.used, budget.remaining, budget.next_due_at) == (4, 0, account.next_refresh_at)
 
 
-def test_a_sync_needing_more_pages_than_the_allowance_stops_without_moving_the_cursor(bank, account):
-    bank.page_size = 2
+def test_a_sync_needing_more_pages_than_the_allowance_stops_without_moving_the_cursor(fake_bank, account):
+    fake_bank.page_size = 2
     today = timezone.now().date()
-    bank.booked = [booked(f"B{n}", "-1.00", today) for n in range(9)]  # 5 pages
+    fake_bank.booked = [booked(f"B{n}", "-1.00", today) for n in range(9)]  # 5 pages
 
     outcome = refresh.account_refresh(account_id=account.pk)
 
     assert not outcome.ok and outcome.calls == 5  # balances + 4 pages: the 5th page is not asked for
-    assert bank.calls(present=False, kind="transactions") == 4 and bank.too_many == 0
+    assert fake_bank.calls(present=False, kind="transactions") == 4 and fake_bank.too_many == 0
     assert not Transaction.objects.exists()
     account.refresh_from_db()
     assert account.transactions_synced_to is None
@@ -83,9 +76,9 @@ def test_a_sync_needing_more_pages_than_the_allowance_stops_without_moving_the_c
     assert refresh.account_refresh(account_id=account.pk, presence=PRESENT).transactions_new == 9
 
 
-def test_a_429_blocks_unattended_refreshes_until_the_banks_reset(bank, account):
-    bank.fail_with = 429
-    bank.retry_after = "7200"
+def test_a_429_blocks_unattended_refreshes_until_the_banks_reset(fake_bank, account):
+    fake_bank.fail_with = 429
+    fake_bank.retry_after = "7200"
 
     outcome = refresh.account_refresh(account_id=account.pk)
 
@@ -99,20 +92,19 @@ def test_a_429_blocks_unattended_refreshes_until_the_banks_reset(bank, account):
     assert timedelta(minutes=119) < account.refresh_blocked_until - timezone.now() <= timedelta(hours=2)
     assert account.next_refresh_at == account.refresh_blocked_until
     assert (
-        selectors.refresh_budgets(account_ids=[account.pk])[account.pk].blocked_until
-        == account.refresh_blocked_until
+        ledger.refresh_budgets(account_ids=[account.pk])[account.pk].blocked_until == account.refresh_blocked_until
     )
 
-    bank.fail_with = None
-    calls = len(bank.requests)
+    fake_bank.fail_with = None
+    calls = len(fake_bank.received)
     again = refresh.account_refresh(account_id=account.pk)
     assert not again.ok and "resume after" in again.message
-    assert len(bank.requests) == calls  # no call while blocked
+    assert len(fake_bank.received) == calls  # no call while blocked
     assert refresh.account_refresh(account_id=account.pk, presence=PRESENT).ok  # the PSU present may read
 
 
-def test_a_429_without_reset_information_blocks_for_the_24_hour_window(bank, account):
-    bank.fail_with = 429
+def test_a_429_without_reset_information_blocks_for_the_24_hour_window(fake_bank, account):
+    fake_bank.fail_with = 429
 
     refresh.account_refresh(account_id=account.pk)
 
@@ -120,8 +112,8 @@ def test_a_429_without_reset_information_blocks_for_the_24_hour_window(bank, acc
     assert timedelta(hours=23, minutes=59) < account.refresh_blocked_until - timezone.now() <= timedelta(hours=24)
 
 
-def test_a_consent_error_during_an_unattended_refresh_marks_the_connection(bank, account):
-    bank.fail_with = 401
+def test_a_consent_error_during_an_unattended_refresh_marks_the_connection(fake_bank, account):
+    fake_bank.fail_with = 401
 
     outcome = refresh.account_refresh(account_id=account.pk)
 
@@ -129,12 +121,12 @@ def test_a_consent_error_during_an_unattended_refresh_marks_the_connection(bank,
     account.connection.refresh_from_db()
     assert account.connection.state == ConnectionState.NEEDS_RECONNECT
     assert ConnectionEvent.objects.get().to_state == ConnectionState.NEEDS_RECONNECT
-    calls = len(bank.requests)
+    calls = len(fake_bank.received)
     assert not refresh.account_refresh(account_id=account.pk).ok
-    assert len(bank.requests) == calls  # a connection needing a reconnect is not read
+    assert len(fake_bank.received) == calls  # a connection needing a reconnect is not read
 
 
-def test_unattended_calls_are_audited_without_psu_presence(bank, account, settings):
+def test_unattended_calls_are_audited_without_psu_presence(fake_bank, account, settings):
     refresh.account_refresh(account_id=account.pk)
 
     # The ledger's rows name the account and the kind; the client audits each call (one BankCall row each,
@@ -149,23 +141,23 @@ def test_unattended_calls_are_audited_without_psu_presence(bank, account, settin
     assert all(c.psu_present is False and c.status == 200 and c.object_id == str(account.pk) for c in calls)
 
 
-def test_a_task_delivered_twice_refreshes_once(bank, account):
+def test_a_task_delivered_twice_refreshes_once(fake_bank, account):
     planned = timezone.now().isoformat()
 
     assert tasks.refresh_accounts([account.pk], planned) == 1
     assert tasks.refresh_accounts([account.pk], planned) == 1  # done already: nothing called
 
-    assert bank.calls() == 2 and RefreshCall.objects.count() == 2
+    assert fake_bank.calls() == 2 and RefreshCall.objects.count() == 2
     # The next planned time is a new refresh.
     tasks.refresh_accounts([account.pk], (timezone.now() + timedelta(seconds=1)).isoformat())
-    assert bank.calls() == 4
+    assert fake_bank.calls() == 4
 
 
 def test_refresh_accounts_task_is_late_acknowledged():
     assert tasks.refresh_accounts.acks_late is True and tasks.refresh_accounts.reject_on_worker_lost is True
 
 
-def test_a_stale_or_unknown_account_is_not_read(bank, alice):
+def test_a_stale_or_unknown_account_is_not_read(fake_bank, alice):
     gone = refresh.account_refresh(account_id=999_999)
     unconsented = BankAccountFactory(connection__user=alice, consented=False)
     payments_only = BankAccountFactory(connection__user=alice, connection__access=ConnectionAccess.PAYMENTS)
@@ -175,7 +167,7 @@ def test_a_stale_or_unknown_account_is_not_read(bank, alice):
 
     outcomes = [gone] + [refresh.account_refresh(account_id=a.pk) for a in (unconsented, payments_only, expired)]
 
-    assert not any(o.ok for o in outcomes) and bank.calls() == 0
+    assert not any(o.ok for o in outcomes) and fake_bank.calls() == 0
 
 
 # --- the planner --------------------------------------------------------------------------------------------
@@ -183,7 +175,7 @@ def test_a_stale_or_unknown_account_is_not_read(bank, alice):
 
 def _plan(now=None):
     enqueued: list[tuple[int, object]] = []
-    count = refresh.refresh_plan(
+    count = planner.refresh_plan(
         now=now, enqueue=lambda pks, at: enqueued.extend((pk, at) for pk in pks), rng=random.Random(7)
     )
     return count, enqueued
@@ -202,7 +194,7 @@ def test_new_accounts_are_spread_over_the_interval_and_not_enqueued_at_once(
     times = list(
         BankAccount.objects.filter(pk__in=[a.pk for a in accounts]).values_list("next_refresh_at", flat=True)
     )
-    assert all(now <= t <= now + refresh.REFRESH_INTERVAL for t in times)
+    assert all(now <= t <= now + planner.REFRESH_INTERVAL for t in times)
     assert max(times) - min(times) > timedelta(hours=3)  # spread, not one burst
 
 
@@ -231,9 +223,9 @@ def test_the_planner_enqueues_due_refreshable_accounts_once_after_commit(
     assert count == 1 and enqueued == [(due.pk, now)]
     due.refresh_from_db()
     assert (
-        now + refresh.REFRESH_INTERVAL
+        now + planner.REFRESH_INTERVAL
         <= due.next_refresh_at
-        <= now + refresh.REFRESH_INTERVAL + refresh.REFRESH_JITTER
+        <= now + planner.REFRESH_INTERVAL + planner.REFRESH_JITTER
     )
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -241,14 +233,14 @@ def test_the_planner_enqueues_due_refreshable_accounts_once_after_commit(
 
 
 def test_planned_refreshes_every_six_hours_fit_the_allowance_for_days(
-    bank, account, monkeypatch, django_capture_on_commit_callbacks
+    fake_bank, account, monkeypatch, django_capture_on_commit_callbacks
 ):
     """A day and a half of planner runs every 5 minutes with tasks run at once: never refused, never 429."""
     start = timezone.now()
     BankAccount.objects.filter(pk=account.pk).update(next_refresh_at=start)
     clock = {"now": start}
     monkeypatch.setattr(refresh.timezone, "now", lambda: clock["now"])
-    bank.now = lambda: clock["now"]
+    fake_bank.now = lambda: clock["now"]
     outcomes = []
 
     def run(pks, planned):
@@ -257,10 +249,10 @@ def test_planned_refreshes_every_six_hours_fit_the_allowance_for_days(
     for step in range(0, 36 * 12):
         clock["now"] = start + timedelta(minutes=5 * step)
         with django_capture_on_commit_callbacks(execute=True):
-            refresh.refresh_plan(now=clock["now"], enqueue=run, rng=random.Random(step))
+            planner.refresh_plan(now=clock["now"], enqueue=run, rng=random.Random(step))
 
     assert len(outcomes) >= 6 and all(o.ok for o in outcomes), [o.message for o in outcomes if not o.ok]
-    assert bank.too_many == 0
+    assert fake_bank.too_many == 0
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -275,9 +267,9 @@ def test_two_planners_at_once_enqueue_each_account_once():
     enqueued: list[int] = []
     lock = threading.Lock()
 
-    def planner(seed: int) -> None:
+    def plan(seed: int) -> None:
         try:
-            refresh.refresh_plan(
+            planner.refresh_plan(
                 now=now,
                 enqueue=lambda pks, at: (lock.acquire(), enqueued.extend(pks), lock.release()),
                 rng=random.Random(seed),
@@ -286,14 +278,14 @@ def test_two_planners_at_once_enqueue_each_account_once():
             db_connection.close()
 
     if db_connection.vendor == "postgresql":
-        threads = [threading.Thread(target=planner, args=(seed,)) for seed in range(2)]
+        threads = [threading.Thread(target=plan, args=(seed,)) for seed in range(2)]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join(timeout=30)
     else:  # SQLite serialises the two planners' transactions: the same outcome, one after the other
-        planner(1)
-        planner(2)
+        plan(1)
+        plan(2)
 
     assert sorted(enqueued) == sorted(a.pk for a in accounts)
 
@@ -335,29 +327,26 @@ def test_the_beat_schedule_plans_refreshes_and_expires_consents(settings):
 # --- "Refresh now" on the accounts overview ---------------------------------------------------------------
 
 
-def test_refresh_now_reads_transactions_too_with_the_psu_present(bank, alice, alice_client, monkeypatch):
+def test_refresh_now_reads_transactions_too_with_the_psu_present(fake_bank, alice, alice_client):
     account = BankAccountFactory(connection__user=alice)
-    bank.booked = [booked("B1", "-42.00", timezone.now().date(), "Coop")]
-    bank.pending = [pending("P1", "-3.00", timezone.now().date())]
-    from accounts import services
-
-    monkeypatch.setattr(services, "bank_client", lambda: bank)
+    fake_bank.booked = [booked("B1", "-42.00", timezone.now().date(), "Coop")]
+    fake_bank.pending = [pending("P1", "-3.00", timezone.now().date())]
 
     response = alice_client.post("/bank/accounts/refresh/", follow=True)
 
     assert response.status_code == 200
     assert "Balances and transactions refreshed." in response.content.decode()
     assert Transaction.objects.filter(account=account).count() == 2
-    assert bank.calls(present=False) == 0 and not RefreshCall.objects.exists()
+    assert fake_bank.calls(present=False) == 0 and not RefreshCall.objects.exists()
 
 
 def test_the_unattended_client_never_repeats_a_request_by_itself():
     # Each unattended request was reserved in the ledger once; a retry the bank also counts would be unreserved.
-    refresh.unattended_client.cache_clear()
+    unattended_bank_client.cache_clear()
     try:
-        assert refresh.unattended_client().config.retry.max_attempts == 1
+        assert unattended_bank_client().config.retry.max_attempts == 1
     finally:
-        refresh.unattended_client.cache_clear()
+        unattended_bank_client.cache_clear()
 
 
 def test_the_planner_sends_ids_only_to_the_task(alice, monkeypatch, django_capture_on_commit_callbacks):

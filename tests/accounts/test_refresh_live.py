@@ -10,9 +10,9 @@ import pytest
 
 from accounts import refresh
 from accounts.models import BankAccount, RefreshCall, Transaction, TransactionStatus
+from core.bank import bank_client, unattended_bank_client
+from core.models import BankCall
 from tests.live_bank import portal_connect
-from tpp_portal.bank import bank_client
-from tpp_portal.models import BankCall
 from xs2a.errors import AccessExceededError
 from xs2a.psu import PsuContext
 
@@ -23,9 +23,9 @@ pytestmark = pytest.mark.live_bank
 def known_state(live_bank):
     """The sandbox in its known state (no unattended reads counted yet), restored afterwards as well."""
     bank_client().sandbox.initialize()
-    refresh.unattended_client.cache_clear()
+    unattended_bank_client.cache_clear()
     yield
-    refresh.unattended_client.cache_clear()
+    unattended_bank_client.cache_clear()
     bank_client().sandbox.initialize()
 
 
@@ -55,7 +55,7 @@ def test_five_unattended_refreshes_never_trigger_the_banks_429(known_state, alic
     # shows the portal's ledger counted exactly what the bank counts.
     absent = PsuContext(psu_id=account.connection.psu_id)
     with pytest.raises(AccessExceededError) as refused:
-        refresh.unattended_client().accounts.balances(account.resource_id, psu=absent)
+        unattended_bank_client().accounts.balances(account.resource_id, psu=absent)
     assert refused.value.status == 429
 
     # With the PSU present nothing counts: "Refresh now" still reads balances and transactions.

@@ -13,10 +13,11 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from accounts import refresh, sync
+from accounts import ledger, refresh, sync
 from accounts.models import BankAccount, RefreshCall, RefreshKind, Transaction, TransactionStatus
 from connections.models import BankConnection
 from tests.bank_factories import BankAccountFactory
+from tests.bankfake import FakeBank, booked
 
 
 def _values(instance) -> dict:
@@ -83,7 +84,7 @@ def test_the_claim_of_an_account_that_is_gone_reads_nothing(db):
 def test_the_ledger_rows_are_read_back_by_the_ledger(alice):
     account = BankAccountFactory(connection__user=alice)
     at = timezone.now().replace(microsecond=654321)
-    refresh.reserve(account=account, kinds=(RefreshKind.BALANCES, RefreshKind.TRANSACTIONS), now=at)
+    ledger.reserve(account=account, kinds=(RefreshKind.BALANCES, RefreshKind.TRANSACTIONS), now=at)
 
     rows = list(
         RefreshCall.objects.order_by("kind").values_list("account_id", "resource_key", "kind", "reserved_at")
@@ -91,20 +92,17 @@ def test_the_ledger_rows_are_read_back_by_the_ledger(alice):
     key = RefreshCall.key_for(account)
     assert rows == [(account.pk, key, "balances", at), (account.pk, key, "transactions", at)]
     # ... and the ledger's own read sees them: the planned refresh at ``at`` is done.
-    with pytest.raises(refresh.RefreshRefused, match="already done"):
-        refresh.reserve(account=account, kinds=(RefreshKind.BALANCES,), now=at, not_since=at)
+    with pytest.raises(ledger.RefreshRefused, match="already done"):
+        ledger.reserve(account=account, kinds=(RefreshKind.BALANCES,), now=at, not_since=at)
 
 
-def _statements(alice, monkeypatch, accounts: int) -> list[tuple[str, str]]:
+def _statements(alice, override_bank, accounts: int) -> list[tuple[str, str]]:
     """The statements of one unattended refresh of ``accounts`` accounts (one task's batch), by kind and table."""
     from django.contrib.contenttypes.models import ContentType
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from tests.fake_bank import FakeBank, booked
-
-    bank = FakeBank()
-    monkeypatch.setattr(refresh, "unattended_client", lambda: bank)
+    bank = override_bank(FakeBank())
     batch = [BankAccountFactory(connection__user=alice) for _ in range(accounts)]
     bank.booked = [booked("B1", "-1.00", timezone.now().date())]
     ContentType.objects.get_for_model(BankAccount)  # cached, as in a running worker
@@ -121,8 +119,8 @@ def _statements(alice, monkeypatch, accounts: int) -> list[tuple[str, str]]:
     return [(sql.split()[0], next(w for w in sql.split() if w.startswith('"'))) for sql in statements]
 
 
-def test_an_unattended_refresh_takes_the_same_few_statements_for_one_account_or_twenty(alice, monkeypatch):
-    one = _statements(alice, monkeypatch, 1)
+def test_an_unattended_refresh_takes_the_same_few_statements_for_one_account_or_twenty(alice, override_bank):
+    one = _statements(alice, override_bank, 1)
 
     assert one == [
         ("SELECT", '"accounts_bankaccount"."kind"'),  # the claim: the bank accounts of the batch, by pk
@@ -136,18 +134,15 @@ def test_an_unattended_refresh_takes_the_same_few_statements_for_one_account_or_
         ("INSERT", '"accounts_balancesnapshot"'),
         ("INSERT", '"tpp_portal_bankcall"'),  # every call's audit row, with the answers
     ]
-    assert _statements(alice, monkeypatch, 20) == one
+    assert _statements(alice, override_bank, 20) == one
 
 
-def test_a_task_of_accounts_with_different_cursors_stores_each_ones_own(alice, monkeypatch):
+def test_a_task_of_accounts_with_different_cursors_stores_each_ones_own(alice, fake_bank):
     """The rows are updated in one UPDATE per distinct read (window and kinds), each with its own cursor: a fresh
     account starts its history at the read, one whose stored history the read joins keeps its start."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from tests.fake_bank import FakeBank
-
-    monkeypatch.setattr(refresh, "unattended_client", lambda: FakeBank())
     today = timezone.now().date()
     fresh = [BankAccountFactory(connection__user=alice) for _ in range(2)]
     joined = BankAccountFactory(

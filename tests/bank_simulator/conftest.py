@@ -2,7 +2,8 @@
 
 Requests are signed with ``xs2a.signing.sign_request`` (the portal's signer: tests may import it, the bank may
 not) and sent through Django's test client, so every test goes through the bank's full access control. The
-known state of facts.md section 1 is loaded once per session; each test runs in a rolled-back transaction.
+known state of docs/bank-interface.md, reference 1 is loaded once per session; each test runs in a
+rolled-back transaction.
 """
 
 from __future__ import annotations
@@ -140,6 +141,7 @@ class Bank:
         return self.request("DELETE", target, **kw)
 
 
+# A `bank` fixture of its own (not tests/bankfake.py): the sandbox bank itself is what these tests test.
 @pytest.fixture
 def bank(db, tpp_signer) -> Bank:
     return Bank(Client(), tpp_signer)

@@ -116,7 +116,8 @@ def test_key_id_form():
 def test_rfc2253_writes_organization_identifier_as_oid_and_ber_hex():
     ca = pki.issue_ca()
     name = rfc2253_name(ca.certificate.subject.public_bytes())
-    # facts.md section 4: 2.5.4.97=#0c0f4e54524e4f2d393837363534333231 for NTRNO-987654321 as UTF8String.
+    # docs/bank-interface.md, reference 4: NTRNO-987654321 as UTF8String is
+    # 2.5.4.97=#0c0f4e54524e4f2d393837363534333231.
     assert name == (
         "CN=TPP Portal Development CA Ærø,2.5.4.97=#0c0f4e54524e4f2d393837363534333231,"
         "O=Utviklingssertifikater Tromsø,C=NO"

@@ -46,6 +46,7 @@ def tls_bank(tmp_path_factory) -> Iterator[RunningBank]:
         yield running
 
 
+# A `bank` fixture of its own (not tests/bankfake.py): a running sandbox bank, tested in each profile.
 @pytest.fixture
 def bank(request) -> RunningBank:
     return request.getfixturevalue(request.param)

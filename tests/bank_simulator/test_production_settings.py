@@ -25,7 +25,8 @@ def environment(**variables: str) -> dict[str, str]:
     return {**found, **{name: value for name, value in variables.items() if value is not None}}
 
 
-def bank(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:
+def run_bank_command(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:
+    """``python -m bank_simulator ARGS`` (a manage.py command of the sandbox bank) with these settings."""
     return subprocess.run(
         [sys.executable, "-m", "bank_simulator", *args],
         cwd=ROOT,
@@ -38,7 +39,7 @@ def bank(*args: str, **variables: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_check_deploy_is_clean_in_production():
-    result = bank("check", "--deploy", "--fail-level", "DEBUG", **PRODUCTION)
+    result = run_bank_command("check", "--deploy", "--fail-level", "DEBUG", **PRODUCTION)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues (0 silenced)." in result.stdout
     assert "WARNING" not in result.stderr
@@ -63,7 +64,7 @@ def test_the_production_profile_is_https_only_with_secure_cookies_and_csrf():
 
 
 def test_every_configuration_error_is_one_line_all_at_once_without_a_traceback():
-    result = bank(
+    result = run_bank_command(
         "check",
         BANK_SIM_ENV="production",
         BANK_SIM_SECRET_KEY="bank-simulator-insecure-development-key-0123456789-abcdefghijkl",
@@ -87,7 +88,7 @@ def test_every_configuration_error_is_one_line_all_at_once_without_a_traceback()
 
 
 def test_a_missing_secret_in_production_is_named_without_a_traceback():
-    result = bank("migrate", "--noinput", **{**PRODUCTION, "BANK_SIM_SECRET_KEY": None})
+    result = run_bank_command("migrate", "--noinput", **{**PRODUCTION, "BANK_SIM_SECRET_KEY": None})
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
         "configuration error: BANK_SIM_SECRET_KEY: production needs a real secret key of at least 50 random "
@@ -118,3 +119,25 @@ def test_gunicorn_stops_with_the_errors_and_no_traceback():
     assert "configuration error: BANK_SIM_ALLOWED_HOSTS: required when BANK_SIM_ENV=production" in output
     assert "configuration error: BANK_SIM_PUBLIC_URL: required when BANK_SIM_ENV=production" in output
     assert "App failed to load." in output
+
+
+def test_the_settings_read_secrets_from_files_through_the_portal_s_strict_reader(tmp_path):
+    """common.envconfig, shared with the portal: ``<NAME>_FILE`` holds the value, an unreadable one is reported
+    with the other errors."""
+    secret = tmp_path / "secret"
+    secret.write_text(PRODUCTION["BANK_SIM_SECRET_KEY"] + "\n")
+    from_file = {**PRODUCTION, "BANK_SIM_SECRET_KEY": None, "BANK_SIM_SECRET_KEY_FILE": str(secret)}
+    result = run_bank_command("check", "--deploy", "--fail-level", "DEBUG", **from_file)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+    missing = tmp_path / "missing"
+    result = run_bank_command(
+        "check", **{**from_file, "BANK_SIM_SECRET_KEY_FILE": str(missing), "BANK_SIM_SANDBOX": "maybe"}
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"configuration error: BANK_SIM_SECRET_KEY_FILE: cannot read {str(missing)!r}: No such file or directory",
+        "configuration error: BANK_SIM_SECRET_KEY: production needs a real secret key of at least 50 random "
+        "characters",
+        "configuration error: BANK_SIM_SANDBOX: expected true or false, got 'maybe'",
+    ]

@@ -12,12 +12,12 @@ and sent with Enter alone.
 from __future__ import annotations
 
 import pytest
-from django.conf import settings as django_settings
 from django.test import Client
 
 from devtools.livebank import free_port
 from tests.browser.axe import axe_violations, describe
 from tests.security.pages import make_world, pages
+from tests.signin import force_login_page
 from tests.users.helpers import code_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -25,22 +25,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, seria
 
 @pytest.fixture
 def world(alice, bob, charlie, settings):
-    from tpp_portal.bank import bank_client
+    from core.bank import bank_client
 
     settings.BANK_BASE_URL = f"http://127.0.0.1:{free_port()}"  # a bank that refuses: no page reaches out
     bank_client.cache_clear()
     yield make_world(alice, bob, charlie)
     bank_client.cache_clear()
-
-
-def sign_in(page, live_server, user) -> None:
-    """Give the browser the session of ``user`` (force_login, as the other tests do)."""
-    client = Client()
-    client.force_login(user)
-    session = client.cookies[django_settings.SESSION_COOKIE_NAME].value
-    page.context.add_cookies(
-        [{"name": django_settings.SESSION_COOKIE_NAME, "value": session, "url": live_server.url}]
-    )
 
 
 def html_pages(world, who: str) -> list[str]:
@@ -72,7 +62,7 @@ def visit(page, url: str):
 @pytest.mark.parametrize("who", ["anonymous", "owner", "superuser"])
 def test_no_serious_or_critical_axe_violation_on_any_page(page, live_server, world, who, artifacts_dir):
     if who != "anonymous":
-        sign_in(page, live_server, getattr(world, who))
+        force_login_page(page, live_server.url, getattr(world, who))
     found: dict[str, list[str]] = {}
     problems: dict[str, list[str]] = {}
     checked = 0
@@ -135,7 +125,7 @@ def tab_reaches(page, count: int) -> set[int]:
 @pytest.mark.parametrize("who", ["anonymous", "owner"])
 def test_every_form_control_is_reachable_with_tab(page, live_server, world, who):
     if who != "anonymous":
-        sign_in(page, live_server, getattr(world, who))
+        force_login_page(page, live_server.url, getattr(world, who))
     unreachable = {}
     forms = 0
     for url in html_pages(world, who):

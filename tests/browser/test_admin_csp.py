@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.test_accessibility import html_pages, sign_in, visit
+from tests.browser.test_accessibility import html_pages, visit
 from tests.browser.test_accessibility import world as world  # the fixture, shared
+from tests.signin import force_login_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -58,7 +59,7 @@ def walk(page, live_server, world, who: str) -> tuple[dict[str, list[str]], list
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(f"script error: {error}"))
     if who != "anonymous":
-        sign_in(page, live_server, getattr(world, who))
+        force_login_page(page, live_server.url, getattr(world, who))
     urls = html_pages(world, who)
     found = {}
     used = 0

@@ -27,7 +27,7 @@ PASSWORD = "fjord-journey-pass-2026"
 def portal(live_server, live_bank, settings):  # noqa: F811
     """The live portal wired to the live bank: the bank sends the PSU back to this server, and the portal's CSP
     lets the connect form lead to this bank (as BANK_BASE_URL does in a deployment)."""
-    from tpp_portal.bank import bank_client
+    from core.bank import bank_client
 
     settings.PORTAL_BASE_URL = live_server.url
     policy = settings.CONTENT_SECURITY_POLICY
@@ -76,7 +76,7 @@ def test_sign_up_connect_and_see_balances_and_transactions(page, portal, artifac
         page.get_by_role("button", name="Continue").click()
         page.wait_for_selector("input[name=account]")
     offered = page.locator("input[name=account]")
-    assert offered.count() == 3  # 2 accounts + 1 card account (facts.md section 1)
+    assert offered.count() == 3  # 2 accounts + 1 card account (docs/bank-interface.md, reference 1)
     for index in range(offered.count()):
         label = offered.nth(index).locator("xpath=..").inner_text()
         if "Brukskonto" in label or "Høyrentekonto" in label:

@@ -9,7 +9,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_accessibility import sign_in
+from tests.signin import force_login_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -18,7 +18,7 @@ def test_the_warning_comes_before_the_idle_sign_out_and_stay_signed_in_keeps_the
     page, live_server, settings, alice, artifacts_dir
 ):
     settings.SENSITIVE_IDLE_TIMEOUT = 16
-    sign_in(page, live_server, alice)
+    force_login_page(page, live_server.url, alice)
     started = time.monotonic()
     page.goto(f"{live_server.url}/account/")
     banner = page.locator("#idle-warning")

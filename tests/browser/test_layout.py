@@ -108,7 +108,7 @@ def test_language_switch_to_bokmal(page, live_server, artifacts_dir):
 @pytest.fixture
 def portal(live_bank, live_server, settings):  # noqa: F811
     """The portal's live server with the bank sending the PSU back to it (the connect form may lead there)."""
-    from tpp_portal.bank import bank_client
+    from core.bank import bank_client
 
     settings.PORTAL_BASE_URL = live_server.url
     policy = copy.deepcopy(settings.CONTENT_SECURITY_POLICY)

@@ -32,13 +32,13 @@ from decimal import Decimal
 
 import pytest
 
+from core.bank import bank_audit_context, bank_client
 from devtools.livebank import RunningBank, bank_sql, running_bank
 from payments.models import Payment, PaymentState
 from payments.services.staff import payment_staff_settle
 from tests.browser.problems import portal_problems
 from tests.browser.test_payment_journeys import PASSWORD, _bank_sca, _connect, _sign_in
 from tests.payments.journeys import PRIVATE_2
-from tpp_portal.bank import bank_audit_context, bank_client
 from xs2a.psu import PsuContext
 
 pytestmark = [

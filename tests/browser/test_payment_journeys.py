@@ -37,7 +37,7 @@ TIMEOUT = 20_000  # ms
 def portal(live_bank, live_server, settings):  # noqa: F811
     """The portal's live server, with the bank sending the PSU back to it; the poll task runs inline (the
     worker's job), so the status is read right after the bank's redirect back."""
-    from tpp_portal.bank import bank_client
+    from core.bank import bank_client
     from tpp_portal.celery import app
 
     settings.PORTAL_BASE_URL = live_server.url
@@ -60,6 +60,8 @@ def _shot(page, artifacts_dir, name: str) -> None:
     page.screenshot(path=artifacts_dir / f"payment-{name}.png", full_page=True)
 
 
+# The journey's own sign-in: a new user, then the home page's link and the form's labels, as a person finds them
+# (tests/signin.py names the page and fields the other sign-ins use).
 def _sign_in(page, base: str, email: str, django_user_model) -> None:
     django_user_model.objects.create_user(email, email, PASSWORD)
     page.goto(f"{base}/")

@@ -16,7 +16,7 @@ pytestmark = [
     pytest.mark.real_second_factor,
 ]
 
-KNOWN_NUMBERS = ["13039319955", "12085592767", "18129215603", "20079518612"]  # facts.md section 1
+KNOWN_NUMBERS = ["13039319955", "12085592767", "18129215603", "20079518612"]  # docs/bank-interface.md, reference 1
 
 
 def test_staff_lists_sandbox_customers_with_both_toggles(page, live_server, live_bank, artifacts_dir):  # noqa: F811
@@ -43,7 +43,8 @@ def test_staff_lists_sandbox_customers_with_both_toggles(page, live_server, live
     page.locator("main").get_by_role("button", name="Sign in").click()
     page.wait_for_selector("text=Signed in as staff@example.invalid")
 
-    page.get_by_role("link", name="Sandbox bank").click()
+    # Staff who may not read the dashboard land on the admin, which links the sandbox area.
+    page.get_by_role("link", name="Sandbox customers, accounts and mock data").click()
     page.wait_for_selector("h1:has-text('Sandbox customers')")
     assert page.get_by_label("With accounts").is_checked()
     assert page.get_by_label("With agreements").is_checked()

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from tests.browser.test_accessibility import sign_in
 from tests.live_bank import live_bank, live_bank_server  # noqa: F401
+from tests.signin import force_login_page
 
 pytestmark = [
     pytest.mark.browser,
@@ -18,9 +18,9 @@ pytestmark = [
 
 
 def test_staff_move_the_bank_clock_and_run_a_batch(page, live_server, live_bank, charlie, artifacts_dir):  # noqa: F811
-    from tpp_portal.bank import bank_client
+    from core.bank import bank_client
 
-    sign_in(page, live_server, charlie)
+    force_login_page(page, live_server.url, charlie)
     page.goto(f"{live_server.url}/admin/")
     page.get_by_role("link", name="The bank's clock and payment batches").click()
     page.wait_for_selector('h1:has-text("The bank\'s clock and its payment batches")')

@@ -24,11 +24,11 @@ from django.utils import timezone
 
 from accounts.models import Transaction
 from connections.models import BankConnection
+from core.models import BankCall
 from payments.models import PaymentEventKind, PaymentState
 from tests.live_bank import PRIVATE_1, live_bank, live_bank_server, portal_connect  # noqa: F401
 from tests.payments.journeys import PRIVATE_2, cross_border, draft
 from tests.payments.payment_factories import PaymentFactory, status_event
-from tpp_portal.models import BankCall
 
 pytestmark = [
     pytest.mark.browser,

@@ -6,17 +6,17 @@ from __future__ import annotations
 import hashlib
 import uuid
 from datetime import timedelta
-from types import SimpleNamespace
 
 import pytest
 from django.test import Client
 from django.utils import timezone
 
-from connections import services
+from connections import sca
+from connections.errors import ScaStateRejected
 from connections.models import BankConnection, ConnectionEvent, ScaPurpose, ScaState
+from core.bank import CALLBACK_PATH
+from core.models import BankCall
 from tests.bank_factories import BankConnectionFactory, ScaStateFactory
-from tpp_portal.bank import CALLBACK_PATH
-from tpp_portal.models import BankCall
 
 
 def _session_hash(client) -> str:
@@ -96,19 +96,19 @@ def test_a_state_older_than_ten_minutes_is_refused(alice_client, state):
 def test_the_ten_minute_limit_is_exact(alice, alice_client, state):
     session_key = alice_client.session.session_key
     moment = state.created_at + timedelta(minutes=10)
-    with pytest.raises(services.ScaStateRejected) as refused:
-        services.sca_state_consume(token=state.token, user=alice, session_key=session_key, now=moment)
+    with pytest.raises(ScaStateRejected) as refused:
+        sca.sca_state_consume(token=state.token, user=alice, session_key=session_key, now=moment)
     assert refused.value.reason == "expired"
     just_in_time = moment - timedelta(seconds=1)
-    consumed = services.sca_state_consume(token=state.token, user=alice, session_key=session_key, now=just_in_time)
+    consumed = sca.sca_state_consume(token=state.token, user=alice, session_key=session_key, now=just_in_time)
     assert consumed.pk == state.pk and consumed.used_at == just_in_time
 
 
 def test_a_used_state_cannot_be_consumed_again(alice, alice_client, state):
     session_key = alice_client.session.session_key
-    services.sca_state_consume(token=state.token, user=alice, session_key=session_key)
-    with pytest.raises(services.ScaStateRejected) as refused:
-        services.sca_state_consume(token=state.token, user=alice, session_key=session_key)
+    sca.sca_state_consume(token=state.token, user=alice, session_key=session_key)
+    with pytest.raises(ScaStateRejected) as refused:
+        sca.sca_state_consume(token=state.token, user=alice, session_key=session_key)
     assert refused.value.reason == "used"
 
 
@@ -160,7 +160,7 @@ def test_a_failure_redirect_explains_the_code_and_spends_and_stores_nothing(alic
     state.refresh_from_db()
     assert state.used_at is None  # the bank's real redirect may still come: it is still accepted
     session_key = alice_client.session.session_key
-    assert services.sca_state_consume(token=state.token, user=alice, session_key=session_key).pk == state.pk
+    assert sca.sca_state_consume(token=state.token, user=alice, session_key=session_key).pk == state.pk
 
 
 def test_a_failure_redirect_never_shows_text_from_the_address(alice_client, state):
@@ -199,7 +199,7 @@ def test_refused_callback_with_a_next_parameter_does_not_redirect(alice_client):
     assert response.status_code == 400 and "Location" not in response
 
 
-def test_reconnect_as_another_bank_user_changes_nothing(alice, alice_client, monkeypatch):
+def test_reconnect_as_another_bank_user_changes_nothing(alice, alice_client, fake_bank):
     connection = BankConnectionFactory(user=alice)
     original = (connection.psu_id, connection.consent_valid_until, connection.state)
     state = ScaStateFactory(
@@ -208,9 +208,6 @@ def test_reconnect_as_another_bank_user_changes_nothing(alice, alice_client, mon
         purpose=ScaPurpose.RECONNECT,
         connection=connection,
     )
-    asked = []  # the bank confirms the PSU-ID of the redirect in the SCA's session, and is asked nothing else
-    confirming = SimpleNamespace(consents=SimpleNamespace(agreements=lambda *, psu: asked.append(psu) or []))
-    monkeypatch.setattr("connections.services.bank_client", lambda: confirming)
     params = _params(state.token)  # a different psu-id
 
     response = alice_client.get(CALLBACK_PATH, params)
@@ -218,13 +215,18 @@ def test_reconnect_as_another_bank_user_changes_nothing(alice, alice_client, mon
     assert response.status_code == 400 and "another user" in response.content.decode()
     connection.refresh_from_db()
     assert (connection.psu_id, connection.consent_valid_until, connection.state) == original
-    assert not ConnectionEvent.objects.exists() and not BankCall.objects.exists()
-    assert [(psu.psu_id, psu.tpp_session_id) for psu in asked] == [(params["psu-id"], state.tpp_session_id)]
+    assert not ConnectionEvent.objects.exists()
+    # The bank confirms the PSU-ID of the redirect in the SCA's session, and is asked nothing else.
+    asked = [
+        (r.method, r.path, r.headers.get("psu-id"), r.headers.get("tpp-session-id")) for r in fake_bank.received
+    ]
+    assert asked == [("GET", "/v1/agreements", params["psu-id"], state.tpp_session_id)]
+    assert list(BankCall.objects.values_list("path_template", flat=True)) == ["/v1/agreements"]
 
 
 def test_state_tokens_carry_at_least_128_random_bits(alice):
     tokens = {
-        services.sca_state_create(user=alice, session_key="s" * 32, purpose="connect", context="PRIVATE").token
+        sca.sca_state_create(user=alice, session_key="s" * 32, purpose="connect", context="PRIVATE").token
         for _ in range(50)
     }
     assert len(tokens) == 50

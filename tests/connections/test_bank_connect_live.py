@@ -6,8 +6,8 @@ import pytest
 
 from accounts.models import BalanceSnapshot, BankAccount
 from connections.models import BankConnection, ConnectionEvent, ConnectionState
+from core.models import BankCall
 from tests.live_bank import portal_connect
-from tpp_portal.models import BankCall
 
 pytestmark = pytest.mark.live_bank
 
@@ -227,7 +227,7 @@ def test_a_401_with_sca_redirect_marks_the_connection_for_reconnecting(live_bank
 
 
 def test_disconnecting_ends_the_consent_at_the_bank(live_bank, alice_client, alice):
-    from tpp_portal.bank import bank_client
+    from core.bank import bank_client
     from xs2a.errors import ConsentError, ScaRequiredError
     from xs2a.psu import PsuContext
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from datetime import timedelta
 from decimal import Decimal
-from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
 
 from accounts.models import BalanceSnapshot, BankAccount
-from connections import services
+from connections import sca, services
+from connections.errors import IllegalTransition
 from connections.models import BankConnection, ConnectionEvent, ConnectionState
+from tests import bankfake
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory, ScaStateFactory, callback_params
-from xs2a.errors import ConsentDeletionNotOfferedError, ConsentUnknownError, ServerError
 
 S = ConnectionState
 
@@ -32,7 +32,7 @@ S = ConnectionState
 def test_illegal_moves_are_refused_and_leave_no_event(alice, source, target):
     connection = BankConnectionFactory(user=alice, state=source)
 
-    with pytest.raises(services.IllegalTransition):
+    with pytest.raises(IllegalTransition):
         services.connection_transition(connection=connection, to=target, actor=alice, reason="test")
 
     connection.refresh_from_db()
@@ -62,31 +62,19 @@ def test_a_stale_copy_cannot_move_a_connection_that_moved_meanwhile(alice):
     stale = BankConnection.objects.get(pk=connection.pk)
     services.connection_transition(connection=connection, to=S.DISCONNECTED, actor=alice, reason="first")
 
-    with pytest.raises(services.IllegalTransition):
+    with pytest.raises(IllegalTransition):
         services.connection_transition(connection=stale, to=S.NEEDS_RECONNECT, actor=alice, reason="second")
 
     assert BankConnection.objects.get().state == S.DISCONNECTED and ConnectionEvent.objects.count() == 1
 
 
-class ConsentsClient:
-    """The bank's consent service: records the consents it is asked to end, or fails with ``error``."""
-
-    def __init__(self, error=None):
-        self.error = error
-        self.ended: list = []
-        self.consents = SimpleNamespace(delete=self.delete)
-
-    def delete(self, *, psu):
-        self.ended.append(psu)
-        if self.error is not None:
-            raise self.error
+CONSENTS = "/v1/bank-offered-consents"
 
 
 def test_disconnect_removes_identifiers_accounts_and_balances_and_keeps_the_timeline(
-    alice, alice_client, monkeypatch
+    alice, alice_client, fake_bank
 ):
-    bank = ConsentsClient()
-    monkeypatch.setattr(services, "bank_client", lambda: bank)
+    fake_bank.add("DELETE", CONSENTS, bankfake.Answer(204))
     company = "0b8f5e21-7c3a-4d9e-8f61-5a2b9c0d3e74"
     connection = BankConnectionFactory(user=alice, context="CORPORATE", psu_corporate_id=company)
     psu_id = connection.psu_id
@@ -111,24 +99,26 @@ def test_disconnect_removes_identifiers_accounts_and_balances_and_keeps_the_time
     assert event.to_state == S.DISCONNECTED and "the bank ended the consent" in event.reason
     pending_reconnect.refresh_from_db()
     assert pending_reconnect.used_at is not None  # a late return from the bank cannot revive it
-    (ended,) = bank.ended  # the consent ended at the bank, with the PSU present
-    assert (ended.psu_id, ended.corporate_id, ended.context) == (psu_id, company, "CORPORATE") and ended.present
+    (ended,) = fake_bank.sent("DELETE", CONSENTS)  # the consent ended at the bank, with the PSU present
+    sent = ended.headers
+    assert (sent["psu-id"], sent["psu-corporate-id"], sent["psu-context"]) == (psu_id, company, "CORPORATE")
+    assert "psu-ip-address" in sent
     page = alice_client.get("/bank/connections/").content.decode()
     assert "You have not connected a bank yet." in page and "Your bank has ended the consent" in page
 
 
 @pytest.mark.parametrize(
-    ("error", "told", "reason"),
+    ("answer", "told", "reason"),
     [
-        (ConsentDeletionNotOfferedError("no", status=405), "does not let us end the consent", "offers no way"),
-        (ServerError("down", status=503), "did not answer", "could not be asked"),
-        (ConsentUnknownError("gone", status=403), "has ended the consent", "the bank ended the consent"),
+        (bankfake.error(405, "SERVICE_INVALID", "no"), "does not let us end the consent", "offers no way"),
+        (bankfake.error(503, "SERVICE_UNAVAILABLE", "down"), "did not answer", "could not be asked"),
+        (bankfake.error(403, "CONSENT_UNKNOWN", "gone"), "has ended the consent", "the bank ended the consent"),
     ],
 )
 def test_disconnect_says_what_became_of_the_consent_at_the_bank(
-    alice, alice_client, monkeypatch, error, told, reason
+    alice, alice_client, fake_bank, answer, told, reason
 ):
-    monkeypatch.setattr(services, "bank_client", lambda: ConsentsClient(error))
+    fake_bank.add("DELETE", CONSENTS, answer)
     connection = BankConnectionFactory(user=alice)
 
     response = alice_client.post(f"/bank/connections/{connection.pk}/disconnect/", follow=True)
@@ -138,30 +128,19 @@ def test_disconnect_says_what_became_of_the_consent_at_the_bank(
     assert reason in ConnectionEvent.objects.get().reason
 
 
-def test_a_payments_only_connection_has_no_consent_to_end(alice, alice_client, monkeypatch):
-    bank = ConsentsClient()
-    monkeypatch.setattr(services, "bank_client", lambda: bank)
+def test_a_payments_only_connection_has_no_consent_to_end(alice, alice_client, fake_bank):
     connection = BankConnectionFactory(user=alice, access="payments", consent_valid_until=None)
 
     alice_client.post(f"/bank/connections/{connection.pk}/disconnect/")
 
-    assert bank.ended == [] and BankConnection.objects.get().state == S.DISCONNECTED
+    assert fake_bank.received == [] and BankConnection.objects.get().state == S.DISCONNECTED
 
 
-class DownClient:
-    def __init__(self):
-        self.consents = SimpleNamespace(start=self.consent_start, users=self.consent_start)  # the client's service
-
-    def consent_start(self, **kwargs):
-        from xs2a.errors import TransportError
-
-        raise TransportError("the bank could not be reached")
-
-
-def test_a_bank_that_cannot_start_sca_gives_a_message_and_burns_the_state(alice, alice_client, monkeypatch):
+def test_a_bank_that_cannot_start_sca_gives_a_message_and_burns_the_state(alice, alice_client, fake_bank):
     from connections.models import ScaState
 
-    monkeypatch.setattr(services, "bank_client", lambda: DownClient())
+    fake_bank.add("POST", CONSENTS, bankfake.lost(sent=False))  # the bank could not be reached
+    fake_bank.add("GET", "/v1/users", bankfake.lost(sent=False))
 
     response = alice_client.post("/bank/connect/", {"context": "PRIVATE", "access": "accounts"})
 
@@ -170,6 +149,7 @@ def test_a_bank_that_cannot_start_sca_gives_a_message_and_burns_the_state(alice,
     state = ScaState.objects.get()
     assert state.user == alice and state.used_at is not None
     assert not BankConnection.objects.exists()
+    assert fake_bank.received  # it was asked
 
 
 def test_an_agreement_consent_returning_another_agreement_changes_nothing(alice, alice_client):
@@ -205,12 +185,12 @@ def test_an_agreement_consent_returning_another_agreement_changes_nothing(alice,
 def test_a_failure_redirect_naming_a_state_that_is_not_open_is_about_no_sca(alice):
     """A late or replayed failure redirect names a used state: it is not taken for the newest open one."""
     session = "s" * 32
-    key_hash = services.session_key_hash(session)
+    key_hash = sca.session_key_hash(session)
     now = timezone.now()
     spent = ScaStateFactory(user=alice, session_key_hash=key_hash, created_at=now - timedelta(minutes=2))
-    services.sca_state_spend(state=spent, now=now)
+    sca.sca_state_spend(state=spent, now=now)
     current = ScaStateFactory(user=alice, session_key_hash=key_hash, created_at=now - timedelta(minutes=1))
 
-    assert services.sca_state_open(user=alice, session_key=session, token=spent.token, now=now) is None
-    assert services.sca_state_open(user=alice, session_key=session, token=current.token, now=now) == current
-    assert services.sca_state_open(user=alice, session_key=session, token=None, now=now) == current
+    assert sca.sca_state_open(user=alice, session_key=session, token=spent.token, now=now) is None
+    assert sca.sca_state_open(user=alice, session_key=session, token=current.token, now=now) == current
+    assert sca.sca_state_open(user=alice, session_key=session, token=None, now=now) == current

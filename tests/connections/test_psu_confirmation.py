@@ -1,5 +1,5 @@
 """A PSU-ID is believed only when the bank confirms it in the SCA's own TPP session (spec sections 3 and 5.8),
-before it is bound to anyone. The bank is stood in by a client that keeps the rule the sandbox bank keeps: a read
+before it is bound to anyone. The fake bank (tests/bankfake.py) keeps the rule the sandbox bank keeps: a read
 with the PSU present naming a TPP-Session-ID is answered only for the PSU who completed SCA in that session,
 otherwise 401 with a scaRedirect. Each attack is the one of issue 29 as it was tried; before the fix each bound
 the PSU-ID written into the address (and the last locked its real owner out)."""
@@ -7,100 +7,42 @@ the PSU-ID written into the address (and the last locked its real owner out)."""
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
-from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
 
-from connections import services
+from connections import sca
 from connections.crypto import lookup_hash
 from connections.models import BankConnection, IdentityRefusal, PsuBinding, ScaPurpose, ScaState, TppSession
+from core.bank import CALLBACK_PATH
 from payments.models import PaymentAuthorisation, PaymentEvent
+from tests import bankfake
 from tests.bank_factories import callback_params
 from tests.payments.payment_factories import PaymentFactory
-from tpp_portal.bank import CALLBACK_PATH
-from xs2a import models as bank_models
-from xs2a.errors import error_from_response
 
 pytestmark = pytest.mark.django_db
 
 NOT_CONFIRMED = "We could not confirm this connection"
-_SCA_REDIRECT = {"scaRedirect": {"href": "https://bank.test/sca/authorize?state=x", "verbs": ["GET"]}}
 
 
-class SessionBank:
-    """The bank's answers: which PSU-IDs completed SCA in which TPP-Session-ID, their accounts and agreements."""
-
-    def __init__(self) -> None:
-        self.sca_in: dict[str, set[str]] = defaultdict(set)
-        self.accounts: dict[str, list[bank_models.Account]] = {}
-        self.agreements_of: dict[str, list[bank_models.Agreement]] = {}
-        self.asked: list[tuple[str | None, str | None, bool]] = []  # (PSU-ID, TPP-Session-ID, PSU present)
-        self.fail_with: int | None = None
-
-    def sca_done(self, state: ScaState, psu_id: str) -> None:
-        """The PSU of ``psu_id`` completed the SCA of ``state`` (in its TPP-Session-ID) at the bank."""
-        self.sca_in[state.tpp_session_id].add(psu_id)
-
-    def _session_rule(self, psu) -> None:
-        self.asked.append((psu.psu_id, psu.tpp_session_id, psu.present))
-        if self.fail_with is not None:
-            raise error_from_response(
-                status=self.fail_with,
-                body={"tppMessages": [{"category": "ERROR", "code": "SYSTEM_ERROR"}]},
-                method="GET",
-                endpoint="/v1/agreements",
-            )
-        if psu.present and psu.tpp_session_id and psu.psu_id not in self.sca_in[psu.tpp_session_id]:
-            raise error_from_response(
-                status=401,
-                body={"tppMessages": [{"category": "ERROR", "code": "SCA_NOT_FOUND"}], "_links": _SCA_REDIRECT},
-                method="GET",
-                endpoint="/v1/agreements",
-            )
-
-    def agreements(self, *, psu):
-        self._session_rule(psu)
-        return self.agreements_of.get(psu.psu_id, [])
-
-    def accounts_list(self, *, psu, **kw):
-        self._session_rule(psu)
-        return self.accounts.get(psu.psu_id, [])
+@pytest.fixture(autouse=True)
+def _confirming_bank(fake_bank):
+    """The bank keeps the sandbox bank's rule (tests/bankfake.py ``session_rule``)."""
+    fake_bank.session_rule = True
 
 
-class _NoTransactions:
-    complete, count = True, 1
-
-    def __iter__(self):
-        return iter(())
-
-
-@pytest.fixture
-def bank(monkeypatch) -> SessionBank:
-    stand_in = SessionBank()
-
-    def balances(resource_id, *, psu):
-        return bank_models.AccountBalances.from_json({"balances": []})
-
-    class Client:
-        accounts = SimpleNamespace(
-            list=stand_in.accounts_list, balances=balances, transaction_pages=lambda *a, **kw: _NoTransactions()
-        )
-        card_accounts = SimpleNamespace(
-            list=lambda *, psu, **kw: [], balances=balances, transaction_pages=lambda *a, **kw: _NoTransactions()
-        )
-        consents = SimpleNamespace(agreements=stand_in.agreements)
-
-    monkeypatch.setattr("connections.services.bank_client", Client)
-    monkeypatch.setattr("accounts.services.bank_client", Client)
-    monkeypatch.setattr("accounts.refresh.bank_client", Client)
-    return stand_in
+def _asked(fake_bank) -> list[tuple[str | None, str | None, bool]]:
+    """The bank's lists asked for (accounts, agreements): (PSU-ID, TPP-Session-ID, PSU present) of each."""
+    return [
+        (r.headers.get("psu-id"), r.headers.get("tpp-session-id"), "psu-ip-address" in r.headers)
+        for r in fake_bank.received
+        if r.method == "GET" and r.path in {"/v1/accounts", "/v1/agreements"}
+    ]
 
 
 def _state(user, client, **fields) -> ScaState:
     """An SCA started as the connect page starts it: the user's TPP-Session-ID, this browser session."""
-    return services.sca_state_create(
+    return sca.sca_state_create(
         user=user,
         session_key=client.session.session_key,
         purpose=fields.pop("purpose", ScaPurpose.CONNECT),
@@ -109,15 +51,15 @@ def _state(user, client, **fields) -> ScaState:
     )
 
 
-def _account(name: str) -> bank_models.Account:
-    return bank_models.Account(resource_id=f"enc!!{name}=", iban="NO9386011117947", currency="NOK", name=name)
+def _account(name: str) -> dict:
+    return bankfake.account(f"enc!!{name}=", iban="NO9386011117947", currency="NOK", name=name)
 
 
 @pytest.fixture
-def victim_psu_id(bank) -> str:
+def victim_psu_id(fake_bank) -> str:
     """bob's PSU-ID at the bank, bound to no portal user yet (bob has not connected through the portal)."""
     psu_id = str(uuid.uuid4())
-    bank.accounts[psu_id] = [_account("Bobs sparekonto")]
+    fake_bank.accounts_of[psu_id] = [_account("Bobs sparekonto")]
     return psu_id
 
 
@@ -142,10 +84,10 @@ def _refused_without_a_trace(response, alice, victim_psu_id: str, purpose: str) 
 
 
 def test_a_private_psu_id_swapped_into_the_address_is_refused_and_binds_nothing(
-    bank, alice, alice_client, victim_psu_id
+    fake_bank, alice, alice_client, victim_psu_id
 ):
     state = _state(alice, alice_client)
-    bank.sca_done(state, str(uuid.uuid4()))  # alice did SCA as herself ...
+    fake_bank.sca_done(state.tpp_session_id, str(uuid.uuid4()))  # alice did SCA as herself ...
 
     # ... and wrote bob's PSU-ID into the address before following it back.
     response = alice_client.get(
@@ -154,12 +96,14 @@ def test_a_private_psu_id_swapped_into_the_address_is_refused_and_binds_nothing(
 
     _refused_without_a_trace(response, alice, victim_psu_id, ScaPurpose.CONNECT)
     # The bank was asked once, with the PSU present, in the SCA's own session; never for bob's accounts.
-    assert bank.asked == [(victim_psu_id, state.tpp_session_id, True)]
+    assert _asked(fake_bank) == [(victim_psu_id, state.tpp_session_id, True)]
 
 
-def test_a_corporate_callback_rewritten_to_a_private_psu_id_is_refused(bank, alice, alice_client, victim_psu_id):
+def test_a_corporate_callback_rewritten_to_a_private_psu_id_is_refused(
+    fake_bank, alice, alice_client, victim_psu_id
+):
     state = _state(alice, alice_client, context="CORPORATE")
-    bank.sca_done(state, str(uuid.uuid4()))  # alice's corporate SCA
+    fake_bank.sca_done(state.tpp_session_id, str(uuid.uuid4()))  # alice's corporate SCA
 
     # context PRIVATE, bob's PSU-ID, the psu-corporate-id dropped: what was seen to show bob's accounts.
     response = alice_client.get(
@@ -169,13 +113,15 @@ def test_a_corporate_callback_rewritten_to_a_private_psu_id_is_refused(bank, ali
     _refused_without_a_trace(response, alice, victim_psu_id, ScaPurpose.CONNECT)
 
 
-def test_a_forged_corporate_callback_locks_nobody_out(bank, alice, bob, alice_client, bob_client, victim_psu_id):
+def test_a_forged_corporate_callback_locks_nobody_out(
+    fake_bank, alice, bob, alice_client, bob_client, victim_psu_id
+):
     """The corporate context kept with alice's own psu-corporate-id: refused before the agreement check, and
     bob's PSU-ID bound to nobody, so bob's own SCA afterwards connects him."""
     own_psu_id, company = str(uuid.uuid4()), str(uuid.uuid4())
-    bank.agreements_of[own_psu_id] = [bank_models.Agreement(id=company, name="Alices ENK")]
+    fake_bank.agreements_of[own_psu_id] = [bankfake.agreement(company, "Alices ENK")]
     state = _state(alice, alice_client, context="CORPORATE")
-    bank.sca_done(state, own_psu_id)
+    fake_bank.sca_done(state.tpp_session_id, own_psu_id)
 
     forged = alice_client.get(
         CALLBACK_PATH,
@@ -184,7 +130,7 @@ def test_a_forged_corporate_callback_locks_nobody_out(bank, alice, bob, alice_cl
 
     _refused_without_a_trace(forged, alice, victim_psu_id, ScaPurpose.CONNECT)
     own = _state(bob, bob_client)
-    bank.sca_done(own, victim_psu_id)
+    fake_bank.sca_done(own.tpp_session_id, victim_psu_id)
     back = bob_client.get(CALLBACK_PATH, {**callback_params(own), "psu-id": victim_psu_id, "context": "PRIVATE"})
     assert back.status_code == 302 and back["Location"] == "/bank/connections/"
     assert PsuBinding.objects.get(psu_id_hash=lookup_hash(victim_psu_id)).user == bob
@@ -192,10 +138,10 @@ def test_a_forged_corporate_callback_locks_nobody_out(bank, alice, bob, alice_cl
     assert IdentityRefusal.objects.count() == 1  # only alice's forgery
 
 
-def test_a_psu_id_confirmed_in_another_session_of_the_same_user_is_not_enough(bank, alice, alice_client):
+def test_a_psu_id_confirmed_in_another_session_of_the_same_user_is_not_enough(fake_bank, alice, alice_client):
     """Each SCA is confirmed in the TPP-Session-ID it started in, not in any session the PSU ever used."""
     psu_id = str(uuid.uuid4())
-    bank.sca_in["an-older-session-of-alice"].add(psu_id)
+    fake_bank.sca_in["an-older-session-of-alice"].add(psu_id)
     state = _state(alice, alice_client)
 
     response = alice_client.get(CALLBACK_PATH, {**callback_params(state), "psu-id": psu_id, "context": "PRIVATE"})
@@ -204,11 +150,11 @@ def test_a_psu_id_confirmed_in_another_session_of_the_same_user_is_not_enough(ba
     assert not PsuBinding.objects.exists()
 
 
-def test_the_psu_of_the_sessions_sca_connects_and_is_bound(bank, alice, alice_client):
+def test_the_psu_of_the_sessions_sca_connects_and_is_bound(fake_bank, alice, alice_client):
     psu_id = str(uuid.uuid4())
-    bank.accounts[psu_id] = [_account("Brukskonto")]
+    fake_bank.accounts_of[psu_id] = [_account("Brukskonto")]
     state = _state(alice, alice_client)
-    bank.sca_done(state, psu_id)
+    fake_bank.sca_done(state.tpp_session_id, psu_id)
 
     response = alice_client.get(CALLBACK_PATH, {**callback_params(state), "psu-id": psu_id, "context": "PRIVATE"})
 
@@ -216,14 +162,14 @@ def test_the_psu_of_the_sessions_sca_connects_and_is_bound(bank, alice, alice_cl
     assert PsuBinding.objects.get().user == alice and not IdentityRefusal.objects.exists()
     session = TppSession.objects.get(user=alice)
     assert session.sca_at is not None and session.psu_id == psu_id
-    assert bank.asked[0] == (psu_id, state.tpp_session_id, True)
+    assert _asked(fake_bank)[0] == (psu_id, state.tpp_session_id, True)
 
 
-def test_a_bank_that_cannot_be_asked_confirms_nothing_and_nothing_is_stored(bank, alice, alice_client):
+def test_a_bank_that_cannot_be_asked_confirms_nothing_and_nothing_is_stored(fake_bank, alice, alice_client):
     psu_id = str(uuid.uuid4())
     state = _state(alice, alice_client)
-    bank.sca_done(state, psu_id)
-    bank.fail_with = 503
+    fake_bank.sca_done(state.tpp_session_id, psu_id)
+    fake_bank.fail_with = 503
 
     response = alice_client.get(CALLBACK_PATH, {**callback_params(state), "psu-id": psu_id, "context": "PRIVATE"})
 
@@ -236,7 +182,7 @@ def test_a_bank_that_cannot_be_asked_confirms_nothing_and_nothing_is_stored(bank
 
 
 def test_a_payment_approval_with_a_swapped_psu_id_keeps_nothing(
-    bank, alice, alice_client, victim_psu_id, monkeypatch
+    fake_bank, alice, alice_client, victim_psu_id, monkeypatch
 ):
     """A single-SCA payment (no connection yet): the PSU-ID of the redirect would be kept as alice's payments
     connection; bob's is refused before the payment's handler sees it."""
@@ -244,7 +190,7 @@ def test_a_payment_approval_with_a_swapped_psu_id_keeps_nothing(
     payment = PaymentFactory(user=alice)
     state = _state(alice, alice_client, purpose="payment")
     PaymentAuthorisation.objects.create(payment=payment, signer=alice, sca_state=state, started_at=timezone.now())
-    bank.sca_done(state, str(uuid.uuid4()))
+    fake_bank.sca_done(state.tpp_session_id, str(uuid.uuid4()))
     events = PaymentEvent.objects.count()
 
     response = alice_client.get(
@@ -257,13 +203,13 @@ def test_a_payment_approval_with_a_swapped_psu_id_keeps_nothing(
     assert PaymentAuthorisation.objects.get().completed_at is None
 
 
-def test_a_payment_approval_of_the_sessions_psu_is_taken(bank, alice, alice_client, monkeypatch):
+def test_a_payment_approval_of_the_sessions_psu_is_taken(fake_bank, alice, alice_client, monkeypatch):
     monkeypatch.setattr("payments.services.polling.poll_soon", lambda payment: None)
     payment = PaymentFactory(user=alice)
     state = _state(alice, alice_client, purpose="payment")
     PaymentAuthorisation.objects.create(payment=payment, signer=alice, sca_state=state, started_at=timezone.now())
     psu_id = str(uuid.uuid4())
-    bank.sca_done(state, psu_id)
+    fake_bank.sca_done(state.tpp_session_id, psu_id)
 
     response = alice_client.get(CALLBACK_PATH, {**callback_params(state), "psu-id": psu_id, "context": "PRIVATE"})
 

@@ -9,8 +9,8 @@ import pytest
 
 from connections.crypto import lookup_hash
 from connections.models import BankConnection, ConnectionState, IdentityRefusal, PsuBinding
+from core.models import BankCall
 from tests.live_bank import PRIVATE_2, BankBrowser, callback_target, portal_connect
-from tpp_portal.models import BankCall
 
 pytestmark = pytest.mark.live_bank
 

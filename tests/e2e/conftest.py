@@ -74,6 +74,7 @@ from tests.browser.fixtures import ROOT
 from tests.browser.problems import portal_problems
 from tests.product import Product, wait_until, whole_product
 from tests.second_factor import new_totp_secret, totp_code
+from tests.signin import CODE_FIELD, LOGIN_FIELD, PASSWORD_FIELD, SIGN_IN_PATH
 
 ARTIFACTS = Path(os.environ.get("TEST_ARTIFACTS_DIR", ROOT / "test-artifacts")) / "screenshots" / "e2e"
 E2E_DIR = Path(__file__).resolve().parent
@@ -352,29 +353,30 @@ def sign_in(
     totp_secret: str | None = None,
 ) -> None:
     """Sign in through the portal's sign-in page (by keyboard alone with ``keyboard``), with the authenticator
-    app's code when the portal asks for the second factor."""
-    page.goto(f"{product.portal_url}/auth/sign-in/")
+    app's code when the portal asks for the second factor: the Playwright transport of tests/signin.py's
+    sign-in, filling the form as a person does."""
+    page.goto(product.portal_url + SIGN_IN_PATH)
     if keyboard:
-        tab_to(page, "input[name=login]")
+        tab_to(page, f"input[name={LOGIN_FIELD}]")
         page.keyboard.type(username)
         page.keyboard.press("Tab")
-        assert page.evaluate("() => document.activeElement.name") == "password"
+        assert page.evaluate("() => document.activeElement.name") == PASSWORD_FIELD
         page.keyboard.type(password)
         page.keyboard.press("Enter")
     else:
         page.get_by_label("E-mail address or username").fill(username)
-        page.locator("input[name=password]").fill(password)
+        page.locator(f"input[name={PASSWORD_FIELD}]").fill(password)
         page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(lambda url: "/auth/sign-in/" not in url)
+    page.wait_for_url(lambda url: SIGN_IN_PATH not in url)
     if "/auth/2fa/authenticate/" in page.url:
         assert totp_secret, f"{username}: the portal asks for a second factor and the test has none"
         code = totp_code(totp_secret)
         if keyboard:
-            tab_to(page, "input[name=code]")
+            tab_to(page, f"input[name={CODE_FIELD}]")
             page.keyboard.type(code)
             page.keyboard.press("Enter")
         else:
-            page.locator("input[name=code]").fill(code)
+            page.locator(f"input[name={CODE_FIELD}]").fill(code)
             page.locator("main").get_by_role("button", name="Sign in").click()
         page.wait_for_url(lambda url: "/auth/2fa/authenticate/" not in url)
     page.wait_for_selector("button:has-text('Sign out')")

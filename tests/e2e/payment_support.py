@@ -16,7 +16,8 @@ from tests.product import Product
 TIMEOUT = 30_000  # ms: one page step (a bank call or two behind it)
 FOLLOW_TIMEOUT = 90_000  # ms: the worker's next poll, then the page's next read (it slows down to every 30 s)
 
-PRIVATE_1 = "13039319955"  # Private Customer 1 (facts.md section 1): Brukskonto 18 250, Høyrentekonto 84 000 NOK
+# Private Customer 1 (docs/bank-interface.md, reference 1): Brukskonto 18 250, Høyrentekonto 84 000 NOK
+PRIVATE_1 = "13039319955"
 PRIVATE_2 = "12085592767"  # Private Customer 2: BSU 212 000 NOK; also a user of Havbruk Nord AS's agreement
 CORPORATE_2 = "20079518612"  # Havbruk Nord AS: its agreement needs two signers
 
@@ -128,7 +129,7 @@ def same_document(page) -> bool:
 
 
 _BATCH_RUN = """
-from tpp_portal.bank import bank_client
+from core.bank import bank_client
 answer = bank_client().request("POST", "/v1/sandbox/batches/run", json_body={})
 result = {"status": answer.status, "body": answer.json()}
 """

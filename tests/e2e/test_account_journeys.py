@@ -21,7 +21,8 @@ from tests.e2e.conftest import (
     watch,
 )
 
-PRIVATE_1 = "13039319955"  # facts.md section 1: 2 accounts + 1 card account; also a user of the first company
+# docs/bank-interface.md, reference 1: 2 accounts + 1 card account; also a user of the first company
+PRIVATE_1 = "13039319955"
 PRIVATE_2 = "12085592767"
 COMPANY = "Fjellbygg Entreprenør AS"  # the first corporate customer, whose agreement Private Customer 1 may use
 PASSWORD = "fjord-e2e-journey-2026"
@@ -150,7 +151,7 @@ BankAccount.objects.filter(pk=params["pk"]).update(next_refresh_at=timezone.now(
         """
 from django.contrib.contenttypes.models import ContentType
 from accounts.models import BankAccount
-from tpp_portal.models import BankCall
+from core.models import BankCall
 calls = BankCall.objects.filter(
     content_type=ContentType.objects.get_for_model(BankAccount), object_id=str(params["pk"]), psu_present=False)
 result = sorted({call.path_template for call in calls})

@@ -27,7 +27,7 @@ from tests.e2e.conftest import (
 )
 
 PRIVATE_1 = "13039319955"
-KNOWN_NUMBERS = ["13039319955", "12085592767", "18129215603", "20079518612"]  # facts.md section 1
+KNOWN_NUMBERS = ["13039319955", "12085592767", "18129215603", "20079518612"]  # docs/bank-interface.md, reference 1
 PASSWORD = "fjord-e2e-staff-2026"
 
 
@@ -153,7 +153,7 @@ def test_sandbox_admin_lists_creates_and_shows_the_banks_refusal(page, product):
     secret = new_totp_secret()
     create_user(product, email=email, password=PASSWORD, staff=True, groups=("operators",), totp_secret=secret)
     sign_in(page, product, email, PASSWORD, keyboard=True, totp_secret=secret)
-    page.get_by_role("link", name="Sandbox bank").click()
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Sandbox bank").click()
     page.wait_for_selector("h1:has-text('Sandbox customers')")
 
     # The list with both toggles (accounts and agreements), then without either.

@@ -5,7 +5,7 @@ restarted; the database connection dropped (PostgreSQL) or locked (SQLite); a ta
 processes; the portal's clock 59 and 61 seconds off the bank's (its bank client's clock moved by
 PRODUCT_CLOCK_SKEW_SECONDS).
 
-Initiation is submitted here through payments.services.initiation.payment_submit in the portal's environment (the
+Initiation is submitted here through payments.services.submission.payment_submit in the portal's environment (the
 page calls the same service synchronously); tests/load submits through the pages themselves.
 
 Each test fails when anything is lost (a payment forgotten, a state stuck) or duplicated (two payments at the
@@ -55,7 +55,7 @@ from decimal import Decimal
 from django.contrib.auth import get_user_model
 from accounts.models import BankAccount
 from connections.models import BankConnection
-from payments.services import initiation
+from payments.services import drafts, submission
 
 from payments.instructions import AccountReference, CreditorAddress, PaymentInstruction, initiation_body_json
 from xs2a.psu import PsuContext
@@ -73,12 +73,12 @@ instruction = PaymentInstruction(
     creditor_address=CreditorAddress(country="DE", city="Berlin"),
     remittance_information=params["text"],
 )
-payment = initiation.payment_draft_create(
+payment = drafts.payment_draft_create(
     user=user, product="norwegian-cross-border-credit-transfers", context="PRIVATE", connection=connection,
     instruction=instruction, form_data={},
 )
 presence = PsuContext(ip_address="127.0.0.1", http_method="POST", user_agent="fault tests")
-outcome = initiation.payment_submit(
+outcome = submission.payment_submit(
     payment=payment, user=user, idempotency_key=str(payment.idempotency_key), presence=presence
 )
 result = {"id": payment.pk, "state": outcome.payment.state, "message": outcome.message,
@@ -89,12 +89,12 @@ result = {"id": payment.pk, "state": outcome.payment.state, "message": outcome.m
 # replays the very same request with the payer's live presence headers. The background never replays.
 _CHECK = """
 from django.contrib.auth import get_user_model
-from payments.services import initiation
+from payments.services import reconciliation
 from xs2a.psu import PsuContext
 
 user = get_user_model().objects.get(username=params["username"])
 presence = PsuContext(ip_address="127.0.0.1", http_method="POST", user_agent="fault tests")
-outcome = initiation.payment_reconcile(payment_id=params["id"], actor=user, presence=presence)
+outcome = reconciliation.payment_reconcile(payment_id=params["id"], actor=user, presence=presence)
 result = {"state": outcome.state, "attempted": outcome.attempted, "message": str(outcome.message)}
 """
 

@@ -12,8 +12,8 @@ from django.core.exceptions import ValidationError
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from core.money import minor_units
 from payments import validators
-from tpp_portal.money import minor_units
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -9,7 +9,7 @@ its own (the bank refuses a logical duplicate: same debtor, creditor, amount and
 Each simulated user is a person at an address of their own, as real users are: every request carries the
 X-Forwarded-For that the deployment's proxy sets (docker/proxy: "client, proxy"), with a client address of the
 benchmarking block 198.18.0.0/15 (RFC 2544; only a header value, never contacted). bench/load.py runs the portal
-with TRUSTED_PROXY_COUNT=1, so its per-address limits (the sign-in's, tpp_portal.clientip) see 20 people, not one
+with TRUSTED_PROXY_COUNT=1, so its per-address limits (the sign-in's, core.clientip) see 20 people, not one
 address sending everything; a portal that trusts no proxy ignores the header.
 """
 

@@ -28,7 +28,7 @@ when the evening is near). "Time passes" moves the portal's stored times back, w
 the calendar: the bank's midnight would fall at a moment unrelated to the portal's, while a real bank's day turns
 with the real clock. The bank takes an absent execution date as its day, and its logical-duplicate check compares
 execution dates, so a replay on the bank's next day is no duplicate of the first request: the portal ends the
-replay window before the day turns in Oslo (``initiation.replay_window_end``, tested in test_initiation.py).
+replay window before the day turns in Oslo (``reconciliation.replay_window_end``, tested in test_initiation.py).
 
 The portal's database is one transaction per example, rolled back at its end (the bank's is not: each example
 gets amounts of its own, so the bank's logical-duplicate check never links two examples). ``STATS`` counts what
@@ -51,14 +51,14 @@ from django.test import Client, override_settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
+from core.bank import bank_client
 from devtools.livebank import bank_sql
 from payments.models import UNKNOWN_OUTCOME_STATES, Payment, PaymentState
-from payments.services import initiation, polling
+from payments.services import polling, reconciliation
 from payments.services.cancellation import payment_cancel
 from payments.services.lifecycle import END_STATES
 from tests.live_bank import BankBrowser, callback_target
 from tests.payments.journeys import cross_border
-from tpp_portal.bank import bank_client
 from users.security import REAUTHENTICATED_KEY
 from xs2a.psu import PsuContext
 
@@ -260,8 +260,8 @@ class ExactlyOnceMachine(RuleBasedStateMachine):
         hold is final, still polled or with staff."""
         self._shift(PAST_THE_WINDOW)
         for pk in self._payments().filter(state__in=UNKNOWN_OUTCOME_STATES).values_list("pk", flat=True):
-            initiation.reconciliation_check(payment_id=pk)
-        initiation.unconfirmed_find_all()
+            reconciliation.reconciliation_check(payment_id=pk)
+        reconciliation.unconfirmed_find_all()
         for _ in range(3):
             self._run_batches()
         lost = [
@@ -424,9 +424,9 @@ class ExactlyOnceMachine(RuleBasedStateMachine):
 
     @rule()
     def background_checks(self):
-        for pk in initiation.reconciliations_due():
-            initiation.reconciliation_check(payment_id=pk)
-        initiation.unconfirmed_find_all()
+        for pk in reconciliation.reconciliations_due():
+            reconciliation.reconciliation_check(payment_id=pk)
+        reconciliation.unconfirmed_find_all()
 
     @rule(mode=st.sampled_from(["reset", "tls", "reset", "tls", "reset", "tls", "timeout"]))
     def bank_loses_the_next_answer(self, mode: str):

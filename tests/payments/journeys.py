@@ -5,9 +5,9 @@ bank's SCA screens, and the bank's batches run."""
 from __future__ import annotations
 
 from accounts.models import BankAccount
+from core.bank import bank_client
 from payments.models import Payment
 from tests.live_bank import BankBrowser, callback_target
-from tpp_portal.bank import bank_client
 
 PRIVATE_2 = "12085592767"  # Private Customer 2: also a user of Havbruk Nord AS's agreement
 CORPORATE_2 = "20079518612"  # Havbruk Nord AS: its agreement needs two signers

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from django.utils import translation
 
-from payments.forms import CrossBorderPaymentForm, currency_choices, is_current_iso_currency
+from payments.forms import CrossBorderPaymentForm
+from payments.forms_fields import currency_choices, is_current_iso_currency
 from payments.spec import CURRENCIES
 from tests.payments.conftest import TODAY
 

@@ -13,9 +13,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from payments.models import PaymentEvent, PaymentEventKind, PaymentState
-from payments.services import polling
+from tests import bankfake
 from tests.payments.payment_factories import PaymentFactory, status_event
-from tests.payments.test_polling import FakeBank, status
+from tests.payments.test_polling import answers, status_reads
 
 # (method, url name, the owner's expected status)
 ID_PAGES = [
@@ -26,14 +26,6 @@ ID_PAGES = [
     ("post", "payment-cancel", 302),
     ("post", "payment-sign", 302),
 ]
-
-
-@pytest.fixture
-def bank(monkeypatch):
-    fake = FakeBank(status("PDNG"))
-    monkeypatch.setattr(polling, "bank_client", lambda: fake)
-    monkeypatch.setattr("payments.services.cancellation.bank_client", lambda: fake)
-    return fake
 
 
 @pytest.fixture(autouse=True)
@@ -49,7 +41,7 @@ def _url(name: str, pk: int) -> str:
 
 @pytest.mark.parametrize(("method", "name", "expected"), ID_PAGES)
 @pytest.mark.parametrize("stranger", ["bob", "charlie"])
-def test_anyone_else_gets_404_and_no_bank_call(request, alice, bank, method, name, expected, stranger):
+def test_anyone_else_gets_404_and_no_bank_call(request, alice, fake_bank, method, name, expected, stranger):
     payment = PaymentFactory(user=alice)
     browser = Client()
     browser.force_login(request.getfixturevalue(stranger))
@@ -57,21 +49,23 @@ def test_anyone_else_gets_404_and_no_bank_call(request, alice, bank, method, nam
     response = getattr(browser, method)(_url(name, payment.pk))
 
     assert response.status_code == 404
-    assert bank.calls == [] and not PaymentEvent.objects.exists()
+    assert fake_bank.received == [] and not PaymentEvent.objects.exists()
 
 
 @pytest.mark.parametrize(("method", "name", "expected"), ID_PAGES)
-def test_anonymous_is_sent_to_sign_in(client, alice, bank, method, name, expected):
+def test_anonymous_is_sent_to_sign_in(client, alice, fake_bank, method, name, expected):
     payment = PaymentFactory(user=alice)
 
     response = getattr(client, method)(_url(name, payment.pk))
 
     assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
-    assert bank.calls == []
+    assert fake_bank.received == []
 
 
 @pytest.mark.parametrize(("method", "name", "expected"), [p for p in ID_PAGES if p[1] != "payment-sign"])
-def test_owner_gets_the_page(alice_client, alice, bank, method, name, expected):
+def test_owner_gets_the_page(alice_client, alice, fake_bank, method, name, expected):
+    answers(fake_bank, "PDNG")
+    fake_bank.add("DELETE", "/v1/payments/{product}/{paymentId}", bankfake.Answer(204))  # cancelled
     payment = PaymentFactory(user=alice)
 
     response = getattr(alice_client, method)(_url(name, payment.pk))
@@ -154,23 +148,22 @@ def test_the_json_status_carries_what_the_page_redraws(alice_client, alice):
     assert [e["status"] for e in data["timeline"]] == ["ACSC"]
 
 
-def test_check_now_reads_the_bank_once_and_then_waits(alice_client, alice, bank):
+def test_check_now_reads_the_bank_once_and_then_waits(alice_client, alice, fake_bank):
+    answers(fake_bank, "PDNG")
     payment = PaymentFactory(user=alice)
 
     first = alice_client.post(_url("payment-check", payment.pk), follow=True)
     second = alice_client.post(_url("payment-check", payment.pk), follow=True)
 
-    assert len(bank.calls) == 1
+    assert len(status_reads(fake_bank)) == 1
     assert "The status is up to date." in first.content.decode()
     assert "checked a moment ago" in second.content.decode()
     payment.refresh_from_db()
     assert payment.transaction_status == "PDNG"
 
 
-def test_check_now_shows_the_banks_text_on_an_error(alice_client, alice, bank):
-    from xs2a.errors import ServerError, TppMessage
-
-    bank.answers = [ServerError("down", status=503, tpp_messages=[TppMessage("ERROR", "X", text="Vedlikehold")])]
+def test_check_now_shows_the_banks_text_on_an_error(alice_client, alice, fake_bank):
+    answers(fake_bank, bankfake.error(503, "X", "Vedlikehold"))
     payment = PaymentFactory(user=alice)
 
     response = alice_client.post(_url("payment-check", payment.pk), follow=True)
@@ -178,7 +171,8 @@ def test_check_now_shows_the_banks_text_on_an_error(alice_client, alice, bank):
     assert "Vedlikehold" in response.content.decode()
 
 
-def test_check_now_answers_json_to_the_script(alice_client, alice, bank):
+def test_check_now_answers_json_to_the_script(alice_client, alice, fake_bank):
+    answers(fake_bank, "PDNG")
     payment = PaymentFactory(user=alice)
 
     response = alice_client.post(_url("payment-check", payment.pk), HTTP_ACCEPT="application/json")
@@ -308,19 +302,19 @@ def test_the_state_is_shown_beside_the_status_when_it_adds_something(alice_clien
     assert data["statusLabel"] == "Received" and data["stateLabel"] == "Being approved at the bank"
 
 
-def test_a_cancelled_approval_says_what_happened_with_the_codes_under_details(alice, alice_client, monkeypatch):
+def test_a_cancelled_approval_says_what_happened_with_the_codes_under_details(alice, alice_client, fake_bank):
     import hashlib
 
+    from core.bank import CALLBACK_PATH
     from payments.models import PaymentAuthorisation
     from tests.bank_factories import BankConnectionFactory, ScaStateFactory
-    from tpp_portal.bank import CALLBACK_PATH
 
     connection = BankConnectionFactory(user=alice)
     payment = PaymentFactory(user=alice, connection=connection, transaction_status="RCVD")
     key_hash = hashlib.sha256(alice_client.session.session_key.encode()).hexdigest()
     state = ScaStateFactory(user=alice, session_key_hash=key_hash, purpose="payment", connection=connection)
     PaymentAuthorisation.objects.create(payment=payment, signer=alice, sca_state=state, started_at=timezone.now())
-    monkeypatch.setattr("payments.services.polling.payment_poll", lambda **kw: None)
+    answers(fake_bank, "RCVD")  # the callback reads the status: still waiting for the approval
 
     page = alice_client.get(
         CALLBACK_PATH,

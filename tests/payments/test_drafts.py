@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentState
-from payments.services import initiation
+from payments.services import drafts
 from tests.payments.payment_factories import PaymentFactory
 
 
@@ -78,10 +78,10 @@ def test_the_service_deletes_only_the_owners_unsent_drafts(alice, bob, draft):
     sent_back = PaymentFactory(user=alice, state=PaymentState.DRAFT, payment_id="", submitted_at=None)
     Payment.objects.filter(pk=sent_back.pk).update(payment_id="enc!!known-at-the-bank")
 
-    assert initiation.payment_draft_delete(user=bob, payment_id=draft.pk) is False
-    assert initiation.payment_draft_delete(user=alice, payment_id=sent_back.pk) is False
-    assert initiation.payment_draft_delete(user=alice, payment_id=draft.pk) is True
-    assert initiation.payment_draft_delete(user=alice, payment_id=draft.pk) is False  # gone already
+    assert drafts.payment_draft_delete(user=bob, payment_id=draft.pk) is False
+    assert drafts.payment_draft_delete(user=alice, payment_id=sent_back.pk) is False
+    assert drafts.payment_draft_delete(user=alice, payment_id=draft.pk) is True
+    assert drafts.payment_draft_delete(user=alice, payment_id=draft.pk) is False  # gone already
     assert list(Payment.objects.values_list("pk", flat=True)) == [sent_back.pk]
 
 

@@ -16,11 +16,11 @@ from django.test import Client, override_settings
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from core.bank import bank_client
 from devtools.livebank import running_bank
 from tests.live_bank import portal_connect
 from tests.payments import exactly_once_model as model
 from tests.payments.journeys import account_named
-from tpp_portal.bank import bank_client
 
 #: Seconds the whole module may take (``make soak`` sets 0: no limit).
 TIMEOUT = int(os.environ.get("EXACTLY_ONCE_TIMEOUT", "900"))
@@ -111,16 +111,16 @@ def _edit_page_accepts_unknown_outcome(monkeypatch):
 def _replay_allows_a_logical_duplicate(monkeypatch):
     """payment_reconcile's replay sends allowLogicalDuplicate=true (a bank taking the repeat for a new request
     then makes a second payment)."""
-    from payments.services import initiation
+    from payments.services import initiation_call
 
-    real = initiation._send
+    real = initiation_call.send
 
     def send(payment, psu, *, actor, replay=False):
         if replay:
             payment.allow_logical_duplicate = True
         return real(payment, psu, actor=actor, replay=False)
 
-    monkeypatch.setattr(initiation, "_send", send)
+    monkeypatch.setattr(initiation_call, "send", send)
 
 
 #: A planted fault, what the model's failure says, and the banks it is looked for at (a replay makes a second

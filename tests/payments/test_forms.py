@@ -11,6 +11,7 @@ from django.utils import translation
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.money import minor_units
 from payments.forms import CrossBorderPaymentForm, DebtorAccountOption
 from payments.instructions import (
     AccountReference,
@@ -19,11 +20,12 @@ from payments.instructions import (
     format_amount,
     initiation_body,
     initiation_body_json,
+    payment_initiation,
     validate_instruction,
 )
 from payments.spec import CURRENCIES
 from tests.payments.conftest import TODAY
-from tpp_portal.money import minor_units
+from xs2a.services.payments import initiation_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -420,8 +422,38 @@ def test_an_account_reference_has_exactly_one_identifier():
 def test_body_bytes_are_utf8_json_of_the_body():
     payment = instruction(creditor_name="Ærlig Økonomi AS")
     raw = initiation_body_json(payment)
-    assert json.loads(raw.decode("utf-8")) == initiation_body(payment)
+    assert json.loads(raw.decode("utf-8")) == initiation_body(payment) == payment_initiation(payment).to_json()
     assert "Ærlig Økonomi AS".encode() in raw
+
+
+def test_body_bytes_are_the_bank_clients_and_keep_their_form():
+    """Every field, in the spec's order, compact: the bytes the portal has always sent (and stored)."""
+    payment = instruction(
+        amount=Decimal("150000.5"),
+        currency="EUR",
+        creditor_agent="DEUTDEFF",
+        creditor_address=CreditorAddress(country="DE", street="Hauptstraße", city="Köln"),
+        remittance_information="FP12345678 Rechnung 7",
+        purpose_code="SUPP",
+        requested_execution_date=date(2026, 3, 5),
+        regulatory_reporting_code="29",
+        regulatory_reporting_information="Ingeniørtjenester",
+        kid="12345678903",
+    )
+    raw = initiation_body_json(payment)
+    expected = (
+        '{"instructedAmount":{"amount":"150000.50","currency":"EUR"},'
+        '"creditorName":"Müller Maschinenbau GmbH","creditorAgent":"DEUTDEFF",'
+        '"creditorAccount":{"iban":"DE89370400440532013000","currency":"EUR"},'
+        '"creditorAddress":{"street":"Hauptstraße","city":"Köln","country":"DE"},'
+        '"debtorAccount":{"iban":"NO9386011117947","currency":"NOK"},'
+        '"remittanceInformationUnstructured":"FP12345678 Rechnung 7",'
+        '"remittanceInformationStructuredArray":[{"reference":"12345678903","referenceType":"KID"}],'
+        '"purposeCode":"SUPP","requestedExecutionDate":"2026-03-05","regulatoryReportingCode":"29",'
+        '"regulatoryReportingInformation":"Ingeniørtjenester"}'
+    )
+    assert raw == expected.encode()
+    assert initiation_bytes(payment_initiation(payment)) == raw  # one serialiser: the client's
 
 
 @given(currency=st.sampled_from(CURRENCIES), minor=st.integers(min_value=1, max_value=10**15))

@@ -15,94 +15,90 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from connections import services as connection_services
+from connections import sca as connection_sca
+from connections.errors import IdentityMismatch, ScaStateRejected
 from connections.models import BankConnection, ConnectionAccess, ScaState
-from connections.services import CallbackParams, IdentityMismatch, ScaStateRejected, session_key_hash
-from payments.forms import DomesticPaymentForm, PaymentSubmitForm
+from connections.sca import CallbackParams, session_key_hash
+from payments.forms import DomesticPaymentForm
+from payments.forms_review import PaymentSubmitForm
 from payments.models import Payment, PaymentAuthorisation, PaymentEvent, PaymentEventKind, PaymentState
-from payments.services import authorisation as authorisation_module
-from payments.services import initiation
+from payments.services import initiation_call, reconciliation, submission
 from payments.services.authorisation import (
     PAYMENT_PURPOSE,
     AuthorisationNotStarted,
     authorisation_start,
     payment_sca_accept,
 )
+from payments.services.drafts import payment_draft_create
+from tests import bankfake
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
-from xs2a import models as bank_models
-from xs2a.errors import (
-    AccessExceededError,
-    FormatError,
-    OutcomeUnknownError,
-    ResponseSignatureOutcomeUnknownError,
-    ServerError,
-    TppMessage,
-    TransportError,
-)
+from xs2a.errors import OutcomeUnknownError, ResponseSignatureOutcomeUnknownError, ServerOutcomeUnknownError
 from xs2a.psu import PsuContext
 
 PRESENCE = PsuContext(ip_address="192.0.2.10", user_agent="pytest", http_method="POST")
 SESSION = "a" * 32
 
 
-class StubBank:
-    """Answers initiation and startAuthorisation like the bank, or raises what it is told to; records calls."""
+INITIATE = "/v1/payments/{product}"
+START = "/v1/payments/{product}/{paymentId}/authorisations"
 
-    def __init__(self) -> None:
-        self.initiations: list[dict] = []
-        self.authorisations: list[dict] = []
-        self.confirmations: list = []
-        self.raise_on_initiate: list[Exception] = []
+
+class Initiations:
+    """The bank's answers to initiations on the fake bank: first the queued ``failures`` (answers, or callables
+    taking the request), then a new payment each (paymentId enc!!pay-N=, RCVD, a fee, its status and
+    startAuthorisation links) with the fields of ``answer`` over it. ``initiations`` and ``authorisations`` are
+    the initiations and starts of authorisation the bank received."""
+
+    def __init__(self, fake_bank) -> None:
+        self.fake_bank = fake_bank
+        self.failures: list = []
         self.made = 0
         self.answer: dict = {}  # replaces fields of the initiation answer (transactionStatus, scaStatus, _links)
 
-    @property
-    def payments(self):  # the client's payments service
-        return self
+    def __call__(self, received) -> bankfake.Answer:
+        if self.failures:
+            failure = self.failures.pop(0)
+            return failure(received) if callable(failure) else failure
+        return self.payment_made()
 
-    @property
-    def consents(self):  # the client's consents service: the callback's confirmation read
-        return self
-
-    def agreements(self, *, psu):
-        """GET /v1/agreements in the SCA's session: the bank answers for the PSU who completed it (every PSU-ID
-        here); no agreements (private)."""
-        self.confirmations.append(psu)
-        return []
-
-    def initiate(self, body, **kwargs):
-        self.initiations.append({"body": body, **kwargs})
-        if self.raise_on_initiate:
-            raise self.raise_on_initiate.pop(0)
+    def payment_made(self) -> bankfake.Answer:
         self.made += 1
-        return bank_models.PaymentInitiationResponse.from_json(
-            {
-                "paymentId": f"enc!!pay-{self.made}=",
-                "transactionStatus": "RCVD",
-                "transactionFees": {"amount": "50.00", "currency": "NOK"},
-                "transactionFeeIndicator": True,
-                "_links": {
-                    "status": {"href": "/v1/payments/p/x/status"},
-                    "startAuthorisation": {"href": "/v1/payments/p/x/authorisations", "verbs": ["POST"]},
-                },
-                **self.answer,
-            }
-        )
+        body = {
+            "paymentId": f"enc!!pay-{self.made}=",
+            "transactionStatus": "RCVD",
+            "transactionFees": {"amount": "50.00", "currency": "NOK"},
+            "transactionFeeIndicator": True,
+            "_links": {
+                "status": {"href": "/v1/payments/p/x/status"},
+                "startAuthorisation": {"href": "/v1/payments/p/x/authorisations", "verbs": ["POST"]},
+            },
+            **self.answer,
+        }
+        return bankfake.Answer(201, body)
 
-    def start_authorisation(self, **kwargs):
-        self.authorisations.append(kwargs)
-        return bank_models.AuthorisationResponse.from_json(
-            {"scaStatus": "started", "_links": {"scaRedirect": {"href": "http://bank.test/sca/1"}}}
-        )
+    @property
+    def initiations(self):
+        return self.fake_bank.sent("POST", INITIATE)
+
+    @property
+    def authorisations(self):
+        return self.fake_bank.sent("POST", START)
 
 
-@pytest.fixture
-def bank(monkeypatch) -> StubBank:
-    stub = StubBank()
-    for module in (initiation, authorisation_module):
-        monkeypatch.setattr(module, "bank_client", lambda: stub)
-    monkeypatch.setattr("connections.services.bank_client", lambda: stub)
-    return stub
+def _bank(fake_bank, *, start=None) -> Initiations:
+    """The bank initiates payments (``Initiations``), starts their authorisation with a scaRedirect (or answers
+    ``start``), and answers the SCA callback's read of the PSU's agreements with none (a private PSU)."""
+    initiations = Initiations(fake_bank)
+    fake_bank.add("POST", INITIATE, initiations)
+    started = bankfake.authorisation("http://bank.test/sca/1", sca_status="started")
+    fake_bank.add("POST", START, start or bankfake.Answer(201, started))
+    fake_bank.add("GET", "/v1/agreements", bankfake.agreements_list())
+    return initiations
+
+
+def _psu(received) -> dict[str, str]:
+    """The PSU headers of a request (PSU-ID, PSU-IP-Address, X-PSU-IDENTITY and the like)."""
+    return {k: v for k, v in received.headers.items() if k.startswith(("psu-", "x-psu-"))}
 
 
 @pytest.fixture
@@ -144,7 +140,7 @@ def _draft(user, connection, **changes) -> Payment:
 
 
 def _submit(payment, user, **kwargs):
-    return initiation.payment_submit(
+    return submission.payment_submit(
         payment=payment, user=user, idempotency_key=str(payment.idempotency_key), presence=PRESENCE, **kwargs
     )
 
@@ -152,20 +148,21 @@ def _submit(payment, user, **kwargs):
 # --- submission ----------------------------------------------------------------------------------------------
 
 
-def test_the_stored_bytes_are_what_is_sent(bank, draft, alice):
+def test_the_stored_bytes_are_what_is_sent(fake_bank, draft, alice):
+    bank = _bank(fake_bank)
     outcome = _submit(draft, alice)
 
     (call,) = bank.initiations
-    from xs2a.core import encode_json
-
-    assert encode_json(call["body"]) == draft.body_json.encode("utf-8")
-    assert call["request_id"] == str(draft.request_id) and call["psu"].psu_id == draft.connection.psu_id
-    assert call["allow_logical_duplicate"] is False and call["psu"].identity is None
+    assert call.body == draft.body_json.encode("utf-8")
+    assert call.headers["x-request-id"] == str(draft.request_id)
+    assert call.headers["psu-id"] == draft.connection.psu_id
+    assert call.params["allowLogicalDuplicate"] == "false" and "x-psu-identity" not in call.headers
     assert outcome.payment.state == PaymentState.INITIATED and outcome.payment.payment_id == "enc!!pay-1="
     assert outcome.payment.fee_amount == Decimal("50.00") and outcome.payment.links["status"]
 
 
-def test_a_second_submit_calls_nothing(bank, draft, alice):
+def test_a_second_submit_calls_nothing(fake_bank, draft, alice):
+    bank = _bank(fake_bank)
     _submit(draft, alice)
     again = _submit(Payment.objects.get(pk=draft.pk), alice)
 
@@ -173,25 +170,42 @@ def test_a_second_submit_calls_nothing(bank, draft, alice):
     assert PaymentEvent.objects.filter(payment=draft, kind=PaymentEventKind.SUBMITTED).count() == 1
 
 
-def test_a_stale_key_or_another_users_payment_is_not_submitted(bank, draft, alice, bob):
-    with pytest.raises(initiation.PaymentNotSubmittable):
-        initiation.payment_submit(payment=draft, user=alice, idempotency_key=str(uuid.uuid4()), presence=PRESENCE)
-    with pytest.raises(initiation.PaymentNotSubmittable):
+def test_a_stale_key_or_another_users_payment_is_not_submitted(fake_bank, draft, alice, bob):
+    bank = _bank(fake_bank)
+    with pytest.raises(submission.PaymentNotSubmittable):
+        submission.payment_submit(payment=draft, user=alice, idempotency_key=str(uuid.uuid4()), presence=PRESENCE)
+    with pytest.raises(submission.PaymentNotSubmittable):
         _submit(draft, bob)
     assert not bank.initiations and Payment.objects.get(pk=draft.pk).state == PaymentState.DRAFT
 
 
+def _signed_for_another_request(received) -> bankfake.Answer:
+    """The bank's 201, signed with its seal for another X-Request-ID: a portal that verifies refuses it."""
+    seal = bankfake.development_seal(settings.PKI_DIR)
+    created = bankfake.payment_initiated("enc!!pay-0=", product="norwegian-cross-border-credit-transfers")
+    return bankfake.signed_answer(seal, received, created, status=201, request_id=str(uuid.uuid4()))
+
+
 @pytest.mark.parametrize(
-    "error",
+    ("answer", "error"),
     [
-        OutcomeUnknownError("timed out after it was sent", request_id="r"),
-        ServerError("bank failed", status=500, request_id="r"),
+        (bankfake.lost(), OutcomeUnknownError),  # the connection broke after the request was sent
+        (bankfake.error(500, "INTERNAL_SERVER_ERROR", "bank failed"), ServerOutcomeUnknownError),
         # An answer the client refused (signed for another request, or days ago): the bank had the request.
-        ResponseSignatureOutcomeUnknownError("not accepted", status=201, request_id="r", reason="X-Request-ID"),
+        (_signed_for_another_request, ResponseSignatureOutcomeUnknownError),
     ],
+    ids=["lost", "500", "refused-signature"],
 )
-def test_a_lost_answer_is_outcome_unknown_with_the_replay_kept_encrypted(bank, draft, alice, error):
-    bank.raise_on_initiate.append(error)
+def test_a_lost_answer_is_outcome_unknown_with_the_replay_kept_encrypted(
+    fake_bank, draft, alice, settings, answer, error
+):
+    from core.bank import bank_client
+    from core.models import BankCall
+
+    settings.BANK_RESPONSE_CERT = settings.PKI_DIR / "bank-signing.pem"  # the portal verifies the bank's seal
+    bank_client.cache_clear()
+    bank = _bank(fake_bank)
+    bank.failures.append(answer)
 
     outcome = _submit(draft, alice)
 
@@ -207,10 +221,13 @@ def test_a_lost_answer_is_outcome_unknown_with_the_replay_kept_encrypted(bank, d
         cursor.execute("SELECT initiation_psu FROM payments_payment WHERE id = %s", [payment.pk])
         (column,) = cursor.fetchone()
     assert "192.0.2.10" not in column and list(raw)  # encrypted at rest
+    (call,) = BankCall.objects.all()
+    assert call.error == error.__name__
 
 
-def test_not_delivered_leaves_a_draft_that_may_be_sent_again(bank, draft, alice):
-    bank.raise_on_initiate.append(TransportError("connection refused; the request was not sent"))
+def test_not_delivered_leaves_a_draft_that_may_be_sent_again(fake_bank, draft, alice):
+    bank = _bank(fake_bank)
+    bank.failures.append(bankfake.lost(sent=False))  # the connection was refused: nothing was sent
 
     outcome = _submit(draft, alice)
 
@@ -218,18 +235,16 @@ def test_not_delivered_leaves_a_draft_that_may_be_sent_again(bank, draft, alice)
     assert outcome.payment.initiation_psu == ""
     again = _submit(outcome.payment, alice)
     assert again.payment.state == PaymentState.INITIATED and len(bank.initiations) == 2
-    assert {c["request_id"] for c in bank.initiations} == {str(draft.request_id)}
+    assert {c.headers["x-request-id"] for c in bank.initiations} == {str(draft.request_id)}
 
 
-def test_a_refusal_maps_the_banks_paths_to_fields(bank, draft, alice):
-    bank.raise_on_initiate.append(
-        FormatError(
-            "refused",
-            status=400,
-            tpp_messages=[
-                TppMessage("ERROR", "FORMAT_ERROR", "creditorAccount.iban", "creditorAccount.iban is not valid."),
-                TppMessage("ERROR", "FORMAT_ERROR", "somethingElse", "Another problem."),
-            ],
+def test_a_refusal_maps_the_banks_paths_to_fields(fake_bank, draft, alice):
+    bank = _bank(fake_bank)
+    bank.failures.append(
+        bankfake.refusal(
+            400,
+            ("FORMAT_ERROR", "creditorAccount.iban", "creditorAccount.iban is not valid."),
+            ("FORMAT_ERROR", "somethingElse", "Another problem."),
         )
     )
 
@@ -241,17 +256,18 @@ def test_a_refusal_maps_the_banks_paths_to_fields(bank, draft, alice):
     assert outcome.payment.payment_id == "" and outcome.payment.initiation_psu == ""
 
 
-def test_single_sca_needs_the_identity_number_and_sends_it_as_x_psu_identity(bank, alice):
+def test_single_sca_needs_the_identity_number_and_sends_it_as_x_psu_identity(fake_bank, alice):
+    bank = _bank(fake_bank)
     payment = _draft(alice, None)
-    with pytest.raises(initiation.PaymentNotSubmittable) as missing:
+    with pytest.raises(submission.PaymentNotSubmittable) as missing:
         _submit(payment, alice)
     assert missing.value.field == "national_identity_number" and not bank.initiations
 
     outcome = _submit(payment, alice, national_identity_number="13039319955")
 
     (call,) = bank.initiations
-    assert call["psu"].identity == "13039319955" and call["psu"].psu_id is None
-    assert call["psu"].context == "PRIVATE"
+    assert call.headers["x-psu-identity"] == "13039319955" and "psu-id" not in call.headers
+    assert call.headers["psu-context"] == "PRIVATE"
     assert outcome.payment.psu_identity == ""
 
 
@@ -262,7 +278,7 @@ OSLO = ZoneInfo("Europe/Oslo")
 
 
 def _unknown(bank, draft, alice) -> Payment:
-    bank.raise_on_initiate.append(OutcomeUnknownError("timed out", request_id=str(draft.request_id)))
+    bank.failures.append(bankfake.lost())
     payment = _submit(draft, alice).payment
     assert payment.replay_not_before > timezone.now()  # not replayed while the first may still be on its way
     Payment.objects.filter(pk=payment.pk).update(
@@ -271,46 +287,51 @@ def _unknown(bank, draft, alice) -> Payment:
     return payment
 
 
-def test_reconciliation_replays_the_same_request(bank, draft, alice):
+def test_reconciliation_replays_the_same_request(fake_bank, draft, alice):
+    bank = _bank(fake_bank)
     payment = _unknown(bank, draft, alice)
 
-    outcome = initiation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
+    outcome = reconciliation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
 
     first, replay = bank.initiations
-    assert replay["request_id"] == first["request_id"] and replay["body"] == first["body"]
-    assert replay["tpp_session_id"] == first["tpp_session_id"] and replay["psu"] == first["psu"]
+    assert replay.headers["x-request-id"] == first.headers["x-request-id"] and replay.body == first.body
+    assert replay.headers["tpp-session-id"] == first.headers["tpp-session-id"] and _psu(replay) == _psu(first)
     assert outcome.state == PaymentState.INITIATED
     payment.refresh_from_db()
     assert payment.payment_id == "enc!!pay-1=" and payment.reconcile_at is None and payment.initiation_psu == ""
     assert payment.events.filter(kind=PaymentEventKind.RECONCILED).count() == 1
 
 
-def test_a_check_waits_for_the_backoff_and_the_background_never_replays(bank, draft, alice):
+def test_a_check_waits_for_the_backoff_and_the_background_never_replays(fake_bank, draft, alice):
+    bank = _bank(fake_bank)
     payment = _unknown(bank, draft, alice)
     Payment.objects.filter(pk=payment.pk).update(replay_not_before=timezone.now() + timedelta(minutes=1))
 
-    assert not initiation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE).attempted
-    assert initiation.reconciliation_check(payment_id=payment.pk) == PaymentState.OUTCOME_UNKNOWN
+    assert not reconciliation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE).attempted
+    assert reconciliation.reconciliation_check(payment_id=payment.pk) == PaymentState.OUTCOME_UNKNOWN
     assert len(bank.initiations) == 1  # neither replayed
     payment.refresh_from_db()
-    assert payment.reconcile_at == initiation.replay_window_end(payment)  # the background looks again then
+    assert payment.reconcile_at == reconciliation.replay_window_end(payment)  # the background looks again then
 
 
 @pytest.mark.parametrize("answer", ["503", "429", "lost"])
-def test_a_replay_without_an_answer_keeps_checking_with_backoff_then_goes_to_staff(bank, draft, alice, answer):
+def test_a_replay_without_an_answer_keeps_checking_with_backoff_then_goes_to_staff(
+    fake_bank, draft, alice, answer
+):
     """A 429 or 5xx on a replay is "not now", not the end of checking: the next check waits for the backoff or
     the bank's Retry-After; after the replay window nothing is replayed and the payment goes to staff."""
+    bank = _bank(fake_bank)
     payment = _unknown(bank, draft, alice)
     before = []
     for _attempt in range(3):
-        bank.raise_on_initiate.append(
+        bank.failures.append(
             {
-                "503": ServerError("busy", status=503),
-                "429": AccessExceededError("slow down", status=429, retry_after=3600.0),
-                "lost": OutcomeUnknownError("timed out"),
+                "503": bankfake.error(503, "SERVICE_UNAVAILABLE", "busy"),
+                "429": bankfake.error(429, "ACCESS_EXCEEDED", "slow down", headers={"Retry-After": "3600"}),
+                "lost": bankfake.lost(),
             }[answer]
         )
-        outcome = initiation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
+        outcome = reconciliation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
         payment.refresh_from_db()
         assert outcome.attempted and outcome.state == payment.state == PaymentState.OUTCOME_UNKNOWN
         assert payment.replay_not_before > timezone.now()
@@ -324,16 +345,17 @@ def test_a_replay_without_an_answer_keeps_checking_with_backoff_then_goes_to_sta
     Payment.objects.filter(pk=payment.pk).update(
         submitted_at=timezone.now() - settings.PAYMENT_REPLAY_WINDOW - timedelta(seconds=1)
     )
-    late = initiation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
+    late = reconciliation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
 
     payment.refresh_from_db()
     assert not late.attempted and payment.state == PaymentState.UNCONFIRMED
     assert payment.staff_flagged_at is not None and payment.events.filter(kind=PaymentEventKind.STAFF).exists()
     assert len(bank.initiations) == 4  # the first send and three replays
-    assert {c["request_id"] for c in bank.initiations} == {str(draft.request_id)}
+    assert {c.headers["x-request-id"] for c in bank.initiations} == {str(draft.request_id)}
 
 
-def test_the_replay_window_ends_with_the_business_day(bank, draft, alice, settings):
+def test_the_replay_window_ends_with_the_business_day(fake_bank, draft, alice, settings):
+    bank = _bank(fake_bank)
     settings.PAYMENT_REPLAY_WINDOW = timedelta(hours=6)
     payment = _unknown(bank, draft, alice)
     late_evening = datetime(2026, 12, 7, 23, 50, tzinfo=OSLO)
@@ -341,16 +363,17 @@ def test_the_replay_window_ends_with_the_business_day(bank, draft, alice, settin
     payment.refresh_from_db()
 
     # Five minutes before midnight: a replay must reach the bank on the day of the first request.
-    assert initiation.replay_window_end(payment) == datetime(2026, 12, 7, 23, 55, tzinfo=OSLO)
-    assert initiation.replay_allowed(payment, late_evening + timedelta(minutes=4))
-    assert not initiation.replay_allowed(payment, late_evening + timedelta(minutes=6))
+    assert reconciliation.replay_window_end(payment) == datetime(2026, 12, 7, 23, 55, tzinfo=OSLO)
+    assert reconciliation.replay_allowed(payment, late_evening + timedelta(minutes=4))
+    assert not reconciliation.replay_allowed(payment, late_evening + timedelta(minutes=6))
 
     Payment.objects.filter(pk=payment.pk).update(submitted_at=late_evening + timedelta(minutes=8))
     payment.refresh_from_db()
-    assert not initiation.replay_allowed(payment, late_evening + timedelta(minutes=8, seconds=1))
+    assert not reconciliation.replay_allowed(payment, late_evening + timedelta(minutes=8, seconds=1))
 
 
-def test_the_background_passes_a_lost_answer_to_staff_after_the_window(bank, draft, alice):
+def test_the_background_passes_a_lost_answer_to_staff_after_the_window(fake_bank, draft, alice):
+    bank = _bank(fake_bank)
     payment = _unknown(bank, draft, alice)
     Payment.objects.filter(pk=payment.pk).update(
         submitted_at=timezone.now() - settings.PAYMENT_REPLAY_WINDOW - timedelta(seconds=1)
@@ -363,29 +386,50 @@ def test_the_background_passes_a_lost_answer_to_staff_after_the_window(bank, dra
     assert len(bank.initiations) == 1 and payment.psu_identity == "" and payment.initiation_psu == ""
 
 
+def test_a_payment_sent_as_an_allowed_duplicate_is_never_replayed(fake_bank, draft, alice):
+    """Its first request asked the bank to skip the logical-duplicate check: at a bank that takes a repeated
+    X-Request-ID for a new request, a repeat overtaken by a slow first request would make two payments."""
+    bank = _bank(fake_bank)
+    Payment.objects.filter(pk=draft.pk).update(allow_logical_duplicate=True)
+    draft.refresh_from_db()
+    payment = _unknown(bank, draft, alice)
+
+    outcome = reconciliation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
+
+    assert len(bank.initiations) == 1, "sent once, never again"
+    assert outcome.state == PaymentState.UNCONFIRMED and not outcome.attempted
+    payment.refresh_from_db()
+    assert payment.staff_flagged_at is not None and "allowed duplicate" in payment.staff_reason
+    assert not reconciliation.replay_allowed(payment, timezone.now())
+
+
 @pytest.mark.parametrize(
     "refusal",
     [
         # a bank that answers a repeated X-Request-ID with CONFLICT
-        FormatError("conflict", status=409, tpp_messages=[TppMessage("ERROR", "CONFLICT", None, "seen before")]),
+        bankfake.error(409, "CONFLICT", "seen before"),
         # one that takes it for a new request and refuses it as a logical duplicate of the first
-        FormatError("duplicate", status=400, tpp_messages=[TppMessage("ERROR", "FORMAT_ERROR", None, "dup")]),
+        bankfake.error(400, "FORMAT_ERROR", "dup"),
     ],
+    ids=["conflict", "duplicate"],
 )
-def test_a_refused_replay_is_never_a_refusal_the_payment_may_exist(bank, alice, alice_client, refusal):
-    draft = _draft(alice, BankConnectionFactory(user=alice), allow_logical_duplicate=True)
+def test_a_refused_replay_is_never_a_refusal_the_payment_may_exist(fake_bank, alice, alice_client, refusal):
+    bank = _bank(fake_bank)
+    draft = _draft(alice, BankConnectionFactory(user=alice))
     payment = _unknown(bank, draft, alice)
-    bank.raise_on_initiate.append(refusal)
+    bank.failures.append(refusal)
 
-    outcome = initiation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
+    outcome = reconciliation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
 
-    # The replay asked for no logical duplicate (whatever the first asked), so no bank makes a second payment.
-    assert [call["allow_logical_duplicate"] for call in bank.initiations] == [True, False]
+    # The replay asks for no logical duplicate, as the first did (one that allowed it is never replayed: below).
+    assert [call.params["allowLogicalDuplicate"] for call in bank.initiations] == ["false", "false"]
     payment.refresh_from_db()
     assert outcome.state == payment.state == PaymentState.UNCONFIRMED != PaymentState.REFUSED
     assert payment.reconcile_at is None and payment.psu_identity == "" and payment.initiation_psu == ""
     assert "Check your account at the bank before you try again" in str(outcome.message)
-    assert initiation.reconciliations_due(now=timezone.now() + timedelta(days=1)) == []  # never again by itself
+    assert (
+        reconciliation.reconciliations_due(now=timezone.now() + timedelta(days=1)) == []
+    )  # never again by itself
     assert payment.staff_flagged_at is not None  # staff settle it with the bank
     # The user is told to check, and is never offered to make it again: no form, and the edit URL refuses.
     page = alice_client.get(f"/payments/{payment.pk}/reconcile/")
@@ -419,16 +463,17 @@ def _debit(account, *, remittance: str, amount: str = "-150000.00", status: str 
 def _unconfirmed(bank, alice, connection) -> Payment:
     draft = _draft(alice, connection, reference="FP7K3M9Q2A")
     payment = _unknown(bank, draft, alice)
-    bank.raise_on_initiate.append(
-        FormatError("conflict", status=409, tpp_messages=[TppMessage("ERROR", "CONFLICT", None, "seen before")])
-    )
-    initiation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
+    bank.failures.append(bankfake.error(409, "CONFLICT", "seen before"))
+    reconciliation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
     payment.refresh_from_db()
     assert payment.state == PaymentState.UNCONFIRMED
     return payment
 
 
-def test_an_unconfirmed_payment_is_found_by_its_reference_in_the_debtor_accounts_debits(bank, alice, alice_client):
+def test_an_unconfirmed_payment_is_found_by_its_reference_in_the_debtor_accounts_debits(
+    fake_bank, alice, alice_client
+):
+    bank = _bank(fake_bank)
     connection = BankConnectionFactory(user=alice)
     debtor = BankAccountFactory(connection=connection, iban="NO9386011117947")
     payment = _unconfirmed(bank, alice, connection)
@@ -438,7 +483,7 @@ def test_an_unconfirmed_payment_is_found_by_its_reference_in_the_debtor_accounts
     _debit(debtor, remittance="FP7K3M9Q2B Rechnung")
     # Someone else's account with the same number (another user's connection) does not count either.
     _debit(BankAccountFactory(iban="NO9386011117947"), remittance="FP7K3M9Q2A Rechnung")
-    assert initiation.unconfirmed_find_all() == 0
+    assert reconciliation.unconfirmed_find_all() == 0
     payment.refresh_from_db()
     assert payment.state == PaymentState.UNCONFIRMED
 
@@ -453,7 +498,7 @@ def test_an_unconfirmed_payment_is_found_by_its_reference_in_the_debtor_accounts
     assert payment.state == PaymentState.FOUND
     (event,) = payment.events.filter(kind=PaymentEventKind.FOUND)
     assert "-150000" in event.detail and "Pending" in event.detail
-    assert initiation.unconfirmed_find_all() == 0  # once
+    assert reconciliation.unconfirmed_find_all() == 0  # once
     # The form is no longer offered: the reconcile page sends her to the payment, which says the bank has it.
     again = alice_client.get(f"/payments/{payment.pk}/reconcile/")
     assert again.status_code == 302 and again["Location"] == f"/payments/{payment.pk}/"
@@ -462,35 +507,35 @@ def test_an_unconfirmed_payment_is_found_by_its_reference_in_the_debtor_accounts
     assert len(bank.initiations) == 2  # nothing sent anew
 
 
-def test_only_debits_from_the_day_before_sending_on_count_and_new_payments_are_looked_for_first(bank, alice):
+def test_only_debits_from_the_day_before_sending_on_count_and_new_payments_are_looked_for_first(fake_bank, alice):
+    bank = _bank(fake_bank)
     connection = BankConnectionFactory(user=alice)
     debtor = BankAccountFactory(connection=connection, iban="NO9386011117947")
     older = _unconfirmed(bank, alice, connection)
     newer = _draft(alice, connection, reference="FPN3W00001", amount=Decimal("150001.00"))
     newer = _unknown(bank, newer, alice)
-    bank.raise_on_initiate.append(
-        FormatError("conflict", status=409, tpp_messages=[TppMessage("ERROR", "CONFLICT", None, "seen before")])
-    )
-    initiation.payment_reconcile(payment_id=newer.pk, actor=alice, presence=PRESENCE)
+    bank.failures.append(bankfake.error(409, "CONFLICT", "seen before"))
+    reconciliation.payment_reconcile(payment_id=newer.pk, actor=alice, presence=PRESENCE)
     Payment.objects.filter(pk=older.pk).update(submitted_at=timezone.now() - timedelta(days=5))
     # A debit with the older one's reference, booked a week before it was sent, is another payment's.
     stale = _debit(debtor, remittance="FP7K3M9Q2A Rechnung")
     type(stale).objects.filter(pk=stale.pk).update(booking_date=timezone.localdate() - timedelta(days=7))
     _debit(debtor, remittance="FPN3W00001 Rechnung")
 
-    assert initiation.unconfirmed_find_all(limit=1) == 1  # the newest first
+    assert reconciliation.unconfirmed_find_all(limit=1) == 1  # the newest first
     assert Payment.objects.get(pk=newer.pk).state == PaymentState.FOUND
-    assert initiation.unconfirmed_find_all() == 0
+    assert reconciliation.unconfirmed_find_all() == 0
     assert Payment.objects.get(pk=older.pk).state == PaymentState.UNCONFIRMED
     # Sent longer ago than the bank lists transactions: no longer looked for.
     _debit(debtor, remittance="FP7K3M9Q2A Rechnung")
     Payment.objects.filter(pk=older.pk).update(submitted_at=timezone.now() - timedelta(days=91))
-    assert initiation.unconfirmed_find_all() == 0
+    assert reconciliation.unconfirmed_find_all() == 0
     Payment.objects.filter(pk=older.pk).update(submitted_at=timezone.now() - timedelta(days=89))
-    assert initiation.unconfirmed_find_all() == 1
+    assert reconciliation.unconfirmed_find_all() == 1
 
 
-def test_the_reconcile_page_looks_for_the_payment_before_offering_the_form(bank, alice, alice_client):
+def test_the_reconcile_page_looks_for_the_payment_before_offering_the_form(fake_bank, alice, alice_client):
+    bank = _bank(fake_bank)
     connection = BankConnectionFactory(user=alice)
     debtor = BankAccountFactory(connection=connection, iban="NO9386011117947")
     payment = _unconfirmed(bank, alice, connection)
@@ -515,7 +560,7 @@ def test_a_draft_carries_its_reference_first_in_the_message(alice):
         remittance_information="Rechnung 2026-1187",
     )
     drafts = [
-        initiation.payment_draft_create(
+        payment_draft_create(
             user=alice,
             product="norwegian-cross-border-credit-transfers",
             context="PRIVATE",
@@ -532,7 +577,8 @@ def test_a_draft_carries_its_reference_first_in_the_message(alice):
     assert drafts[0].reference != drafts[1].reference
 
 
-def test_due_reconciliations_are_dispatched(bank, draft, alice, monkeypatch):
+def test_due_reconciliations_are_dispatched(fake_bank, draft, alice, monkeypatch):
+    bank = _bank(fake_bank)
     payment = _unknown(bank, draft, alice)
     sent = []
     monkeypatch.setattr("payments.tasks.reconcile_payment.delay", sent.append)
@@ -544,7 +590,8 @@ def test_due_reconciliations_are_dispatched(bank, draft, alice, monkeypatch):
 # --- authorisation and callback ------------------------------------------------------------------------------
 
 
-def test_authorisation_start_stores_the_state_before_the_bank_is_called(bank, draft, alice):
+def test_authorisation_start_stores_the_state_before_the_bank_is_called(fake_bank, draft, alice):
+    bank = _bank(fake_bank)
     payment = _submit(draft, alice).payment
 
     href = authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
@@ -554,14 +601,15 @@ def test_authorisation_start_stores_the_state_before_the_bank_is_called(bank, dr
     state = _state_of(call)
     assert state.purpose == PAYMENT_PURPOSE and state.user == alice
     assert state.session_key_hash == session_key_hash(SESSION) and state.used_at is None
-    assert call["psu"].psu_id == draft.connection.psu_id and call["href"] == "/v1/payments/p/x/authorisations"
+    assert call.headers["psu-id"] == draft.connection.psu_id and call.path == "/v1/payments/p/x/authorisations"
     authorisation = PaymentAuthorisation.objects.get(payment=payment)
     assert authorisation.sca_state == state and authorisation.signer == alice
     payment.refresh_from_db()
     assert payment.state == PaymentState.AUTHORISING
 
 
-def test_a_second_start_reuses_the_unfinished_authorisation(bank, draft, alice):
+def test_a_second_start_reuses_the_unfinished_authorisation(fake_bank, draft, alice):
+    _bank(fake_bank)
     payment = _submit(draft, alice).payment
     authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
     authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
@@ -570,7 +618,8 @@ def test_a_second_start_reuses_the_unfinished_authorisation(bank, draft, alice):
     assert ScaState.objects.filter(purpose=PAYMENT_PURPOSE).count() == 2
 
 
-def test_a_draft_cannot_be_authorised(bank, draft, alice):
+def test_a_draft_cannot_be_authorised(fake_bank, draft, alice):
+    bank = _bank(fake_bank)
     with pytest.raises(AuthorisationNotStarted):
         authorisation_start(payment=draft, signer=alice, session_key=SESSION, presence=PRESENCE)
     assert not bank.authorisations
@@ -578,8 +627,8 @@ def test_a_draft_cannot_be_authorised(bank, draft, alice):
 
 def _state_of(call) -> ScaState:
     """The SCA state named by the TPP-Redirect-URI of a start of authorisation, sent with the state's session."""
-    state = ScaState.objects.get(token=parse_qs(urlsplit(call["redirect_uri"]).query)["state"][0])
-    assert call["tpp_session_id"] == state.tpp_session_id
+    state = ScaState.objects.get(token=parse_qs(urlsplit(call.headers["tpp-redirect-uri"]).query)["state"][0])
+    assert call.headers["tpp-session-id"] == state.tpp_session_id
     return state
 
 
@@ -601,20 +650,23 @@ def _params(state, psu_id, context="PRIVATE", corporate=None) -> CallbackParams:
 
 def _callback_accept(*, user, session_key, params):
     """What the callback does for a payment's state: connections' checks, then payments' handler."""
-    sca_return = connection_services.sca_return_accept(
+    sca_return = connection_sca.sca_return_accept(
         user=user, session_key=session_key, params=params, presence=PRESENCE
     )
     return payment_sca_accept(sca_return=sca_return)
 
 
-def test_the_callback_records_the_approval_and_polls_soon(bank, alice, connection, monkeypatch):
-    polled = []
-    monkeypatch.setattr("payments.services.polling.poll_soon", polled.append)
+def test_the_callback_records_the_approval_and_polls_soon(fake_bank, alice, connection):
+    bank = _bank(fake_bank)
     payment, state = _started(bank, alice, connection)
+    planned = Payment.objects.get(pk=payment.pk).next_poll_at
+    before = timezone.now()
 
     done = _callback_accept(user=alice, session_key=SESSION, params=_params(state, connection.psu_id))
 
-    assert done.pk == payment.pk and [p.pk for p in polled] == [payment.pk]
+    # Polled soon: the first status read the start planned for later is due at once.
+    due = Payment.objects.get(pk=payment.pk).next_poll_at
+    assert done.pk == payment.pk and planned > timezone.now() and before <= due <= timezone.now()
     assert PaymentAuthorisation.objects.get(payment=payment).completed_at is not None
     assert payment.events.filter(kind=PaymentEventKind.SCA_DONE, actor=alice).count() == 1
     with pytest.raises(ScaStateRejected) as replay:
@@ -622,8 +674,8 @@ def test_the_callback_records_the_approval_and_polls_soon(bank, alice, connectio
     assert replay.value.reason == "used"
 
 
-def test_the_callback_is_refused_for_another_user_session_or_identity(bank, alice, bob, connection, monkeypatch):
-    monkeypatch.setattr("payments.services.polling.poll_soon", lambda payment: None)
+def test_the_callback_is_refused_for_another_user_session_or_identity(fake_bank, alice, bob, connection):
+    bank = _bank(fake_bank)
     _payment, state = _started(bank, alice, connection)
 
     with pytest.raises(ScaStateRejected):
@@ -636,8 +688,8 @@ def test_the_callback_is_refused_for_another_user_session_or_identity(bank, alic
     assert not PaymentAuthorisation.objects.filter(completed_at__isnull=False).exists()
 
 
-def test_an_expired_state_is_refused(bank, alice, connection, monkeypatch):
-    monkeypatch.setattr("payments.services.polling.poll_soon", lambda payment: None)
+def test_an_expired_state_is_refused(fake_bank, alice, connection):
+    bank = _bank(fake_bank)
     _payment, state = _started(bank, alice, connection)
     ScaState.objects.filter(pk=state.pk).update(created_at=timezone.now() - timedelta(minutes=11))
 
@@ -646,8 +698,8 @@ def test_an_expired_state_is_refused(bank, alice, connection, monkeypatch):
     assert expired.value.reason == "expired"
 
 
-def test_single_sca_keeps_the_psu_id_for_next_time(bank, alice, monkeypatch):
-    monkeypatch.setattr("payments.services.polling.poll_soon", lambda payment: None)
+def test_single_sca_keeps_the_psu_id_for_next_time(fake_bank, alice):
+    bank = _bank(fake_bank)
     payment = _submit(_draft(alice, None), alice, national_identity_number="13039319955").payment
     authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
     state = _state_of(bank.authorisations[-1])
@@ -663,7 +715,8 @@ def test_single_sca_keeps_the_psu_id_for_next_time(bank, alice, monkeypatch):
 # --- approval in the bank's app ------------------------------------------------------------------------------
 
 
-def test_the_in_app_box_on_the_review_page_asks_the_bank_for_its_app(bank, draft, alice, alice_client):
+def test_the_in_app_box_on_the_review_page_asks_the_bank_for_its_app(fake_bank, draft, alice, alice_client):
+    bank = _bank(fake_bank)
     page = alice_client.get(f"/payments/{draft.pk}/review/").content.decode()
     assert 'name="in_app"' in page
 
@@ -672,13 +725,14 @@ def test_the_in_app_box_on_the_review_page_asks_the_bank_for_its_app(bank, draft
     )
 
     assert sent.status_code == 302 and sent["Location"] == "http://bank.test/sca/1"
-    assert bank.authorisations[-1]["redirect_preferred"] is False
+    assert bank.authorisations[-1].headers["tpp-redirect-preferred"] == "false"
 
 
-def test_a_payment_not_delivered_shows_its_review_again_with_why(bank, draft, alice, alice_client):
+def test_a_payment_not_delivered_shows_its_review_again_with_why(fake_bank, draft, alice, alice_client):
     """Found by the exactly-once model: the review page failed (500, an unbound form given an error) when the bank
     could not be reached, instead of offering the same page again."""
-    bank.raise_on_initiate.append(TransportError("connection refused; the request was not sent"))
+    bank = _bank(fake_bank)
+    bank.failures.append(bankfake.lost(sent=False))  # the connection was refused: nothing was sent
 
     sent = alice_client.post(f"/payments/{draft.pk}/review/", {"idempotency_key": str(draft.idempotency_key)})
 
@@ -688,21 +742,17 @@ def test_a_payment_not_delivered_shows_its_review_again_with_why(bank, draft, al
     assert Payment.objects.get(pk=draft.pk).state == PaymentState.DRAFT
 
 
-def test_without_the_box_nothing_is_asked_for(bank, draft, alice, alice_client):
+def test_without_the_box_nothing_is_asked_for(fake_bank, draft, alice, alice_client):
+    bank = _bank(fake_bank)
     alice_client.post(f"/payments/{draft.pk}/review/", {"idempotency_key": str(draft.idempotency_key)})
 
-    assert bank.authorisations[-1]["redirect_preferred"] is None
+    assert "tpp-redirect-preferred" not in bank.authorisations[-1].headers
 
 
-def test_an_approval_in_the_banks_app_waits_for_the_banks_status(bank, draft, alice, alice_client, monkeypatch):
+def test_an_approval_in_the_banks_app_waits_for_the_banks_status(fake_bank, draft, alice, alice_client):
     """The bank answers the in-app request without a scaRedirect: the payer is told to approve in the app and
     the payment's status is read (its polling starts), as for any approval whose redirect never comes."""
-
-    def in_app(**kwargs):
-        bank.authorisations.append(kwargs)
-        return bank_models.AuthorisationResponse.from_json({"scaStatus": "started", "_links": {}})
-
-    monkeypatch.setattr(bank, "start_authorisation", in_app)
+    _bank(fake_bank, start=bankfake.Answer(201, {"scaStatus": "started", "_links": {}}))
 
     sent = alice_client.post(
         f"/payments/{draft.pk}/review/",
@@ -716,14 +766,10 @@ def test_an_approval_in_the_banks_app_waits_for_the_banks_status(bank, draft, al
     assert payment.state == PaymentState.AUTHORISING and payment.next_poll_at is not None
 
 
-def test_an_authorisation_answer_without_a_redirect_is_an_approval_in_the_app(bank, draft, alice, monkeypatch):
+def test_an_authorisation_answer_without_a_redirect_is_an_approval_in_the_app(fake_bank, draft, alice):
     """Whether or not the payer asked for the app: no scaRedirect means the bank asks in its app (decoupled);
     the payment waits for the bank's status, which is read on a backoff from now."""
-    monkeypatch.setattr(
-        bank,
-        "start_authorisation",
-        lambda **kw: bank_models.AuthorisationResponse.from_json({"scaStatus": "started", "_links": {}}),
-    )
+    _bank(fake_bank, start=bankfake.Answer(201, {"scaStatus": "started", "_links": {}}))
     payment = _submit(draft, alice).payment
 
     assert authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE) is None
@@ -734,13 +780,9 @@ def test_an_authorisation_answer_without_a_redirect_is_an_approval_in_the_app(ba
     assert not PaymentAuthorisation.objects.filter(payment=payment, completed_at__isnull=False).exists()
 
 
-def test_an_unusable_redirect_is_still_an_error(bank, draft, alice, monkeypatch):
-    monkeypatch.setattr(
-        bank,
-        "start_authorisation",
-        lambda **kw: bank_models.AuthorisationResponse.from_json(
-            {"scaStatus": "started", "_links": {"scaRedirect": {"href": "javascript:alert(1)"}}}
-        ),
+def test_an_unusable_redirect_is_still_an_error(fake_bank, draft, alice):
+    _bank(
+        fake_bank, start=bankfake.Answer(201, bankfake.authorisation("javascript:alert(1)", sca_status="started"))
     )
     payment = _submit(draft, alice).payment
 
@@ -748,16 +790,18 @@ def test_an_unusable_redirect_is_still_an_error(bank, draft, alice, monkeypatch)
         authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
 
 
-def test_the_choice_of_the_app_goes_with_the_initiation_too(bank, draft, alice):
+def test_the_choice_of_the_app_goes_with_the_initiation_too(fake_bank, draft, alice):
+    bank = _bank(fake_bank)
     _submit(draft, alice, in_app=True)
 
-    assert bank.initiations[-1]["redirect_preferred"] is False
+    assert bank.initiations[-1].headers["tpp-redirect-preferred"] == "false"
 
 
-def test_without_the_choice_the_initiation_asks_for_nothing(bank, draft, alice):
+def test_without_the_choice_the_initiation_asks_for_nothing(fake_bank, draft, alice):
+    bank = _bank(fake_bank)
     _submit(draft, alice)
 
-    assert bank.initiations[-1]["redirect_preferred"] is None
+    assert "tpp-redirect-preferred" not in bank.initiations[-1].headers
 
 
 # --- forms ---------------------------------------------------------------------------------------------------
@@ -838,7 +882,8 @@ def test_a_valid_form_makes_a_draft_and_edit_replaces_it(alice_client, alice):
     assert second["Location"] == f"/payments/{new.pk}/review/"
 
 
-def test_a_submitted_payment_is_never_changed_by_edit(bank, alice_client, alice, connection):
+def test_a_submitted_payment_is_never_changed_by_edit(fake_bank, alice_client, alice, connection):
+    _bank(fake_bank)
     submitted = _submit(_draft(alice, connection), alice).payment
     account = BankAccountFactory(connection=connection)
     data = {
@@ -912,7 +957,10 @@ def test_the_initiation_pages_are_404_for_another_user_and_sign_in_for_anonymous
     assert Payment.objects.get(pk=draft.pk).state == PaymentState.DRAFT
 
 
-def test_check_now_replays_with_the_users_live_request_and_goes_on_to_approval(bank, alice_client, alice, draft):
+def test_check_now_replays_with_the_users_live_request_and_goes_on_to_approval(
+    fake_bank, alice_client, alice, draft
+):
+    bank = _bank(fake_bank)
     payment = _unknown(bank, draft, alice)
     page = alice_client.get(f"/payments/{payment.pk}/reconcile/")
     assert page.status_code == 200 and "Check now" in page.content.decode()
@@ -921,17 +969,21 @@ def test_check_now_replays_with_the_users_live_request_and_goes_on_to_approval(b
 
     assert checked.status_code == 302 and checked["Location"] == "http://bank.test/sca/1"
     replay = bank.initiations[-1]
-    assert replay["request_id"] == str(draft.request_id) and replay["psu"].psu_id == draft.connection.psu_id
-    assert replay["psu"].ip_address == "127.0.0.1"  # the user's request now (the test client's address)
+    assert replay.headers["x-request-id"] == str(draft.request_id)
+    assert replay.headers["psu-id"] == draft.connection.psu_id
+    assert replay.headers["psu-ip-address"] == "127.0.0.1"  # the user's request now (the test client's address)
     payment.refresh_from_db()
     assert payment.state == PaymentState.AUTHORISING
     assert alice_client.get(f"/payments/{payment.pk}/reconcile/")["Location"] == f"/payments/{payment.pk}/"
 
 
-def test_check_now_follows_a_sca_redirect_the_replayed_initiation_answers_with(bank, alice_client, alice, draft):
+def test_check_now_follows_a_sca_redirect_the_replayed_initiation_answers_with(
+    fake_bank, alice_client, alice, draft
+):
     """A bank that starts SCA with the initiation answers the replay with the scaRedirect: the user is sent
     there, with no startAuthorisation, tied to the SCA state whose TPP-Redirect-URI the first submission sent."""
-    bank.raise_on_initiate.append(OutcomeUnknownError("timed out", request_id=str(draft.request_id)))
+    bank = _bank(fake_bank)
+    bank.failures.append(bankfake.lost())
     session_key = alice_client.session.session_key
     payment = _submit(draft, alice, session_key=session_key).payment
     assert payment.state == PaymentState.OUTCOME_UNKNOWN
@@ -948,8 +1000,9 @@ def test_check_now_follows_a_sca_redirect_the_replayed_initiation_answers_with(b
 
     assert checked.status_code == 302 and checked["Location"] == "http://bank.test/sca/at-initiation"
     first, replay = bank.initiations
-    assert replay["redirect_uri"] == first["redirect_uri"] and f"state={state.token}" in replay["redirect_uri"]
-    assert replay["tpp_session_id"] == first["tpp_session_id"] and bank.authorisations == []
+    redirect_uri = replay.headers["tpp-redirect-uri"]
+    assert redirect_uri == first.headers["tpp-redirect-uri"] and f"state={state.token}" in redirect_uri
+    assert replay.headers["tpp-session-id"] == first.headers["tpp-session-id"] and bank.authorisations == []
     payment.refresh_from_db()
     assert payment.state == PaymentState.AUTHORISING and payment.next_poll_at is not None
     authorisation = PaymentAuthorisation.objects.get(payment=payment)
@@ -970,9 +1023,10 @@ def test_check_now_follows_a_sca_redirect_the_replayed_initiation_answers_with(b
     ids=["exempted", "accepted", "completed", "received-without-a-start-link"],
 )
 def test_an_initiation_answer_asking_no_approval_never_leaves_the_payment_initiated(
-    bank, draft, alice, answer, state
+    fake_bank, draft, alice, answer, state
 ):
     """Spec 3 rule 2: "SCA exemptions may produce an instantly completed payment"."""
+    bank = _bank(fake_bank)
     bank.answer = answer
 
     outcome = _submit(draft, alice, session_key=SESSION)
@@ -987,9 +1041,12 @@ def test_an_initiation_answer_asking_no_approval_never_leaves_the_payment_initia
 
 @pytest.mark.parametrize("status", ["RCVD", "ACTC", "ACCP", "PDNG"])
 @pytest.mark.parametrize("link", ["startAuthorisation", "startAuthorisationWithPsuIdentification"])
-def test_a_start_link_asks_for_an_approval_whatever_the_status(bank, draft, alice, alice_client, status, link):
+def test_a_start_link_asks_for_an_approval_whatever_the_status(
+    fake_bank, draft, alice, alice_client, status, link
+):
     """The links decide (spec 2.7): a bank answering ACTC or ACCP with a startAuthorisation link still wants the
     PSU's approval; the portal starts it (the stub answers with a scaRedirect)."""
+    bank = _bank(fake_bank)
     bank.answer = {
         "transactionStatus": status,
         "_links": {link: {"href": "/v1/payments/p/x/authorisations"}, "status": {"href": "/v1/p/x/status"}},
@@ -998,7 +1055,7 @@ def test_a_start_link_asks_for_an_approval_whatever_the_status(bank, draft, alic
     sent = alice_client.post(f"/payments/{draft.pk}/review/", {"idempotency_key": str(draft.idempotency_key)})
 
     assert sent.status_code == 302 and sent["Location"] == "http://bank.test/sca/1"
-    assert bank.authorisations[-1]["href"] == "/v1/payments/p/x/authorisations"
+    assert bank.authorisations[-1].path == "/v1/payments/p/x/authorisations"
     payment = Payment.objects.get(pk=draft.pk)
     assert payment.state == PaymentState.AUTHORISING and payment.transaction_status == status
 
@@ -1006,113 +1063,91 @@ def test_a_start_link_asks_for_an_approval_whatever_the_status(bank, draft, alic
 # --- a caller that dies during the call, an unexpected failure, the audit row ---------------------------------
 
 
-def test_a_submission_whose_caller_died_is_taken_over_by_reconciliation_after_its_lease(bank, draft, alice):
+def test_a_submission_whose_caller_died_is_taken_over_by_reconciliation_after_its_lease(fake_bank, draft, alice):
     """The process was killed while waiting for the bank: the row stays SUBMITTING with a lease; once the lease
     has run out, the reconciliation replays the very same request and stores the bank's one payment."""
-    real = bank.initiate
+    bank = _bank(fake_bank)
 
-    def killed(body, **kwargs):
-        real(body, **kwargs)  # the bank made the payment
+    def killed(received):
+        bank.payment_made()  # the bank made the payment
         raise KeyboardInterrupt  # stands for the worker being killed before the answer is stored
 
-    bank.initiate = killed
+    bank.failures.append(killed)
     with pytest.raises(KeyboardInterrupt):
         _submit(draft, alice)
     draft.refresh_from_db()
     # Marked unknown on the way out; a hard kill (no way out) leaves SUBMITTING with its lease instead:
     assert draft.state == PaymentState.OUTCOME_UNKNOWN
-    bank.initiate = real
     Payment.objects.filter(pk=draft.pk).update(
         state=PaymentState.SUBMITTING, reconcile_at=timezone.now() + timedelta(minutes=1)
     )
-    assert initiation.reconciliations_due() == []  # the caller may still be waiting: its lease holds
-    assert not initiation.payment_reconcile(payment_id=draft.pk, actor=alice, presence=PRESENCE).attempted
+    assert reconciliation.reconciliations_due() == []  # the caller may still be waiting: its lease holds
+    assert not reconciliation.payment_reconcile(payment_id=draft.pk, actor=alice, presence=PRESENCE).attempted
 
     Payment.objects.filter(pk=draft.pk).update(reconcile_at=timezone.now() - timedelta(seconds=1))
-    assert initiation.reconciliations_due() == [draft.pk]
+    assert reconciliation.reconciliations_due() == [draft.pk]
     # The background takes the dead caller's payment over without replaying it (the PSU is not present) ...
-    assert initiation.reconciliation_check(payment_id=draft.pk) == PaymentState.OUTCOME_UNKNOWN
+    assert reconciliation.reconciliation_check(payment_id=draft.pk) == PaymentState.OUTCOME_UNKNOWN
     assert len(bank.initiations) == 1
     # ... and the user's check, inside the window, replays the very same request.
-    outcome = initiation.payment_reconcile(payment_id=draft.pk, actor=alice, presence=PRESENCE)
+    outcome = reconciliation.payment_reconcile(payment_id=draft.pk, actor=alice, presence=PRESENCE)
 
     assert outcome.state == PaymentState.INITIATED
-    assert {c["request_id"] for c in bank.initiations} == {str(draft.request_id)} and bank.made == 2
+    assert {c.headers["x-request-id"] for c in bank.initiations} == {str(draft.request_id)} and bank.made == 2
     draft.refresh_from_db()
     assert draft.payment_id == "enc!!pay-2=" and draft.reconcile_at is None and draft.initiation_psu == ""
 
 
-def test_a_live_submission_is_not_taken_over_by_check_now(bank, draft, alice):
+def test_a_live_submission_is_not_taken_over_by_check_now(fake_bank, draft, alice):
+    bank = _bank(fake_bank)
     now = timezone.now()
     Payment.objects.filter(pk=draft.pk).update(
-        state=PaymentState.SUBMITTING, submitted_at=now, reconcile_at=initiation._call_lease(now)
+        state=PaymentState.SUBMITTING, submitted_at=now, reconcile_at=initiation_call.call_lease(now)
     )
 
-    outcome = initiation.payment_reconcile(payment_id=draft.pk, actor=alice, presence=PRESENCE)
+    outcome = reconciliation.payment_reconcile(payment_id=draft.pk, actor=alice, presence=PRESENCE)
 
     assert not outcome.attempted and outcome.state == PaymentState.SUBMITTING and not bank.initiations
 
 
-def test_the_submitted_event_and_the_audit_row_are_stored_with_the_answer(bank, draft, alice, monkeypatch):
-    from tpp_portal.bank import record_bank_call
-    from tpp_portal.models import BankCall
-    from xs2a.audit import AuditRecord
+def _kept_back(monkeypatch, rows) -> list[bool]:
+    """Whether any of ``rows`` (BankCall) was written when the client recorded each call: core.bank's audit hook
+    counts the call in the metrics once it has written the row or kept it back. The list fills as calls go."""
+    from core import metrics
 
-    real = bank.initiate
+    real = metrics.observe_bank_call
+    written: list[bool] = []
 
-    def audited(body, **kwargs):
-        record_bank_call(
-            AuditRecord(
-                started_at=timezone.now(),
-                method="POST",
-                path_template="/v1/payments/{product}",
-                request_id=kwargs["request_id"],
-                attempt=1,
-                status=201,
-                duration_ms=3.0,
-                psu_present=True,
-                bytes_sent=10,
-                bytes_received=20,
-            )
-        )
-        assert not BankCall.objects.exists()  # kept back: committed with the answer
-        return real(body, **kwargs)
+    def observed(record):
+        written.append(rows.exists())
+        real(record)
 
-    bank.initiate = audited
+    monkeypatch.setattr(metrics, "observe_bank_call", observed)
+    return written
+
+
+def test_the_submitted_event_and_the_audit_row_are_stored_with_the_answer(fake_bank, draft, alice, monkeypatch):
+    from core.models import BankCall
+
+    _bank(fake_bank)
+    written = _kept_back(monkeypatch, BankCall.objects.all())
 
     payment = _submit(draft, alice).payment
 
+    assert written == [False]  # kept back: committed with the answer
     (call,) = BankCall.objects.all()
     assert call.request_id == str(draft.request_id) and call.user == alice and call.object_id == str(draft.pk)
+    assert call.status == 201
     kinds = list(payment.events.order_by("at", "id").values_list("kind", flat=True))
     assert kinds == ["submitted", "status"]
     assert payment.events.get(kind="submitted").at == Payment.objects.get(pk=draft.pk).submitted_at
 
 
-def test_the_audit_row_of_a_failed_call_is_written_too(bank, draft, alice):
-    from tpp_portal.bank import record_bank_call
-    from tpp_portal.models import BankCall
-    from xs2a.audit import AuditRecord
+def test_the_audit_row_of_a_failed_call_is_written_too(fake_bank, draft, alice):
+    from core.models import BankCall
 
-    def lost(body, **kwargs):
-        record_bank_call(
-            AuditRecord(
-                started_at=timezone.now(),
-                method="POST",
-                path_template="/v1/payments/{product}",
-                request_id=kwargs["request_id"],
-                attempt=1,
-                status=None,
-                duration_ms=20000.0,
-                psu_present=True,
-                bytes_sent=10,
-                bytes_received=0,
-                error="OutcomeUnknownError",
-            )
-        )
-        raise OutcomeUnknownError("timed out", request_id=kwargs["request_id"])
-
-    bank.initiate = lost
+    bank = _bank(fake_bank)
+    bank.failures.append(bankfake.lost())
 
     payment = _submit(draft, alice).payment
 
@@ -1122,47 +1157,16 @@ def test_the_audit_row_of_a_failed_call_is_written_too(bank, draft, alice):
     assert kinds == ["submitted", "unknown"]
 
 
-def _audited_authorisation_start(bank, *, status: int, error: Exception | None = None):
-    """The stand-in's authorisation_start, audited as the client does it; asserts the row is kept back until
-    the outcome of the call is stored."""
-    from tpp_portal.bank import record_bank_call
-    from tpp_portal.models import BankCall
-    from xs2a.audit import AuditRecord
+def test_the_audit_row_of_the_approval_start_is_stored_with_its_outcome(fake_bank, draft, alice, monkeypatch):
+    from core.models import BankCall
 
-    real = bank.start_authorisation
-
-    def audited(**kwargs):
-        record_bank_call(
-            AuditRecord(
-                started_at=timezone.now(),
-                method="POST",
-                path_template="/v1/payments/{payment_product}/{payment_id}/authorisations",
-                request_id=str(uuid.uuid4()),
-                attempt=1,
-                status=status,
-                duration_ms=3.0,
-                psu_present=True,
-                bytes_sent=0,
-                bytes_received=20,
-                error=type(error).__name__ if error else None,
-            )
-        )
-        assert not BankCall.objects.filter(path_template__endswith="/authorisations").exists()  # kept back
-        if error is not None:
-            raise error
-        return real(**kwargs)
-
-    return audited
-
-
-def test_the_audit_row_of_the_approval_start_is_stored_with_its_outcome(bank, draft, alice):
-    from tpp_portal.models import BankCall
-
+    _bank(fake_bank)
     payment = _submit(draft, alice).payment
-    bank.start_authorisation = _audited_authorisation_start(bank, status=201)
+    written = _kept_back(monkeypatch, BankCall.objects.filter(path_template__endswith="/authorisations"))
 
     authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
 
+    assert written == [False]  # kept back until the outcome of the call is stored
     call = BankCall.objects.get(path_template__endswith="/authorisations")
     assert call.status == 201 and call.user == alice and call.object_id == str(payment.pk)
     stored = Payment.objects.get(pk=payment.pk)
@@ -1171,16 +1175,19 @@ def test_the_audit_row_of_the_approval_start_is_stored_with_its_outcome(bank, dr
     assert payment.events.filter(kind=PaymentEventKind.SCA_STARTED).count() == 1
 
 
-def test_the_audit_row_of_a_refused_approval_start_is_stored_with_the_failure(bank, draft, alice):
-    from tpp_portal.models import BankCall
+def test_the_audit_row_of_a_refused_approval_start_is_stored_with_the_failure(
+    fake_bank, draft, alice, monkeypatch
+):
+    from core.models import BankCall
 
+    _bank(fake_bank, start=bankfake.error(400, "FORMAT_ERROR", "No."))
     payment = _submit(draft, alice).payment
-    refused = FormatError("refused", status=400, tpp_messages=[TppMessage("ERROR", "FORMAT_ERROR", None, "No.")])
-    bank.start_authorisation = _audited_authorisation_start(bank, status=400, error=refused)
+    written = _kept_back(monkeypatch, BankCall.objects.filter(path_template__endswith="/authorisations"))
 
     with pytest.raises(AuthorisationNotStarted):
         authorisation_start(payment=payment, signer=alice, session_key=SESSION, presence=PRESENCE)
 
+    assert written == [False]  # kept back until the failure is stored
     call = BankCall.objects.get(path_template__endswith="/authorisations")
     assert call.status == 400 and call.error == "FormatError" and call.object_id == str(payment.pk)
     assert payment.events.filter(kind=PaymentEventKind.SCA_FAILED).count() == 1

@@ -16,9 +16,11 @@ import requests
 
 from accounts.models import BankAccount
 from connections.models import BankConnection, ConnectionAccess, ScaState
+from core.bank import bank_client
+from core.models import BankCall
 from payments.models import Payment, PaymentAuthorisation, PaymentEvent, PaymentEventKind, PaymentState
-from payments.services.initiation import payment_reconcile
 from payments.services.polling import payment_poll
+from payments.services.reconciliation import payment_reconcile
 from tests.live_bank import (  # noqa: F401 - the fixtures
     PRIVATE_1,
     BankBrowser,
@@ -28,8 +30,6 @@ from tests.live_bank import (  # noqa: F401 - the fixtures
     portal_connect,
 )
 from tests.payments.journeys import cross_border
-from tpp_portal.bank import bank_client
-from tpp_portal.models import BankCall
 from users.security import REAUTHENTICATED_KEY
 from xs2a.psu import PsuContext
 
@@ -164,16 +164,16 @@ def test_a_submit_arriving_while_the_first_waits_for_the_bank_sends_nothing(
     portal_connect(alice_client)
     payment = _draft(alice_client, cross_border(str(_brukskonto(alice).pk), amount="150001"))
     posted = {"idempotency_key": str(payment.idempotency_key)}
-    from payments.services import initiation
+    from payments.services import initiation_call
 
-    real_send = initiation._send
+    real_send = initiation_call.send
     during: list = []
 
     def send_with_a_second_submit(*args, **kwargs):
         during.append(alice_client.post(f"/payments/{payment.pk}/review/", posted))
         return real_send(*args, **kwargs)
 
-    monkeypatch.setattr(initiation, "_send", send_with_a_second_submit)
+    monkeypatch.setattr(initiation_call, "send", send_with_a_second_submit)
     first = alice_client.post(f"/payments/{payment.pk}/review/", posted)
 
     assert first.status_code == 302 and first["Location"].startswith(live_bank)

@@ -17,7 +17,7 @@ from accounts.models import BankAccount
 from payments.forms import DomesticPaymentForm
 from payments.instructions import AccountReference, PaymentInstruction, validate_instruction
 from payments.models import Payment, PaymentState
-from payments.services.initiation import bank_errors_by_field
+from payments.services.submission import bank_errors_by_field
 from tests.live_bank import live_bank, live_bank_server, portal_connect  # noqa: F401 - the fixtures
 from tests.payments.conftest import TODAY
 from users.security import REAUTHENTICATED_KEY

@@ -17,11 +17,11 @@ from connections.crypto import lookup_hash
 from connections.models import ConnectionState, ScaState
 from payments.models import PaymentAuthorisation, PaymentEvent, PaymentEventKind
 from payments.services.authorisation import PAYMENT_PURPOSE
+from tests import bankfake
 from tests.bank_factories import BankConnectionFactory
 from tests.factories import UserFactory
 from tests.payments.payment_factories import PaymentFactory
 from users.security import REAUTHENTICATED_KEY
-from xs2a.models import AuthorisationResponse, Link
 
 COMPANY = "6c3f0a8e-1d2b-4f5a-9e7c-0b1a2c3d4e5f"
 
@@ -45,26 +45,18 @@ def corporate_pair(initiator, cosigner, **payment_fields):
     return payment
 
 
-class FakeBank:
-    def __init__(self) -> None:
-        self.starts: list[dict] = []
-
-    @property
-    def payments(self):  # the client's payments service
-        return self
-
-    def start_authorisation(self, **kwargs):
-        self.starts.append(kwargs)
-        return AuthorisationResponse(
-            sca_status="started", links={"scaRedirect": Link(href="http://bank.test/sca/abc?x=1")}
-        )
+#: startAuthorisation of a payment (the portal's path: the payments here carry no links).
+START = "/v1/payments/{product}/{paymentId}/authorisations"
 
 
-@pytest.fixture
-def bank(monkeypatch):
-    fake = FakeBank()
-    monkeypatch.setattr("payments.services.authorisation.bank_client", lambda: fake)
-    return fake
+def _bank(fake_bank):
+    """The bank starts each signer's SCA with a scaRedirect."""
+    fake_bank.add("POST", START, bankfake.Answer(201, bankfake.authorisation("http://bank.test/sca/abc?x=1")))
+    return fake_bank
+
+
+def starts(fake_bank):
+    return fake_bank.sent("POST", START)
 
 
 def _signed_in(user, *, recent: bool = True) -> Client:
@@ -92,7 +84,8 @@ def _sign_button_shown(page: str) -> bool:
     return " hidden" not in _tag(page, "payment-sign-form")
 
 
-def test_the_next_signer_sees_the_payment_and_signs_with_their_own_psu_id(alice, bob, bank):
+def test_the_next_signer_sees_the_payment_and_signs_with_their_own_psu_id(alice, bob, fake_bank):
+    bank = _bank(fake_bank)
     payment = corporate_pair(alice, bob, transaction_status="PATC")
     bob_connection = bob.bank_connections.get()
     browser = _signed_in(bob)
@@ -102,18 +95,19 @@ def test_the_next_signer_sees_the_payment_and_signs_with_their_own_psu_id(alice,
 
     assert _sign_button_shown(page) and "alice@example.com" in page
     assert response.status_code == 302 and response["Location"] == "http://bank.test/sca/abc?x=1"
-    (start,) = bank.starts
-    assert start["psu"].psu_id == bob_connection.psu_id
-    assert start["psu"].corporate_id == COMPANY
-    assert start["psu"].ip_address == "127.0.0.1"
+    (start,) = starts(bank)
+    assert start.headers["psu-id"] == bob_connection.psu_id
+    assert start.headers["psu-corporate-id"] == COMPANY
+    assert start.headers["psu-ip-address"] == "127.0.0.1"
     state = ScaState.objects.get(user=bob)
-    assert state.purpose == PAYMENT_PURPOSE and start["tpp_session_id"] == state.tpp_session_id
-    assert start["redirect_uri"].endswith(f"/bank/callback?state={state.token}")
+    assert state.purpose == PAYMENT_PURPOSE and start.headers["tpp-session-id"] == state.tpp_session_id
+    assert start.headers["tpp-redirect-uri"].endswith(f"/bank/callback?state={state.token}")
     authorisation = PaymentAuthorisation.objects.get(payment=payment, signer=bob)
     assert authorisation.sca_state == state and authorisation.completed_at is None
 
 
-def test_the_next_signer_may_ask_to_sign_in_the_banks_app(alice, bob, bank):
+def test_the_next_signer_may_ask_to_sign_in_the_banks_app(alice, bob, fake_bank):
+    bank = _bank(fake_bank)
     payment = corporate_pair(alice, bob, transaction_status="PATC")
     browser = _signed_in(bob)
     assert 'name="in_app"' in browser.get(reverse("payment-detail", args=[payment.pk])).content.decode()
@@ -121,10 +115,11 @@ def test_the_next_signer_may_ask_to_sign_in_the_banks_app(alice, bob, bank):
     browser.post(reverse("payment-sign", args=[payment.pk]), {"in_app": "on"})
     browser.post(reverse("payment-sign", args=[payment.pk]))
 
-    assert [start["redirect_preferred"] for start in bank.starts] == [False, None]
+    assert [start.headers.get("tpp-redirect-preferred") for start in starts(bank)] == ["false", None]
 
 
-def test_signing_needs_the_password_typed_recently(alice, bob, bank):
+def test_signing_needs_the_password_typed_recently(alice, bob, fake_bank):
+    bank = _bank(fake_bank)
     payment = corporate_pair(alice, bob, transaction_status="PATC")
     browser = _signed_in(bob, recent=False)
 
@@ -133,18 +128,20 @@ def test_signing_needs_the_password_typed_recently(alice, bob, bank):
     assert response.status_code == 302 and response["Location"].startswith(reverse("reauthenticate"))
     # back to the payment page (a GET), not to the POST-only signing address, which would answer 405
     assert parse_qs(urlsplit(response["Location"]).query)["next"] == [reverse("payment-detail", args=[payment.pk])]
-    assert bank.starts == []
+    assert starts(bank) == []
 
 
-def test_a_stranger_gets_404_before_any_password_prompt(alice, bob, bank):
+def test_a_stranger_gets_404_before_any_password_prompt(alice, bob, fake_bank):
+    bank = _bank(fake_bank)
     payment = corporate_pair(alice, bob, transaction_status="PATC")
     browser = _signed_in(UserFactory(), recent=False)
 
     assert browser.post(reverse("payment-sign", args=[payment.pk])).status_code == 404
-    assert bank.starts == []
+    assert starts(bank) == []
 
 
-def test_the_initiator_gets_the_link_to_pass_on_not_a_sign_button(alice, bob, bank):
+def test_the_initiator_gets_the_link_to_pass_on_not_a_sign_button(alice, bob, fake_bank):
+    bank = _bank(fake_bank)
     payment = corporate_pair(alice, bob, transaction_status="PATC")
     browser = _signed_in(alice)
 
@@ -154,10 +151,11 @@ def test_the_initiator_gets_the_link_to_pass_on_not_a_sign_button(alice, bob, ba
     assert not _sign_button_shown(page)
     assert f"http://testserver/payments/{payment.pk}/" in page
     assert " hidden" not in _tag(page, "payment-share")
-    assert "needs no signature of yours" in refused.content.decode() and bank.starts == []
+    assert "needs no signature of yours" in refused.content.decode() and starts(bank) == []
 
 
-def test_a_signer_who_signed_cannot_sign_again(alice, bob, bank):
+def test_a_signer_who_signed_cannot_sign_again(alice, bob, fake_bank):
+    bank = _bank(fake_bank)
     payment = corporate_pair(alice, bob, transaction_status="PATC")
     PaymentAuthorisation.objects.create(payment=payment, signer=bob, completed_at=timezone.now())
     browser = _signed_in(bob)
@@ -165,14 +163,15 @@ def test_a_signer_who_signed_cannot_sign_again(alice, bob, bank):
     page = browser.get(reverse("payment-detail", args=[payment.pk])).content.decode()
     browser.post(reverse("payment-sign", args=[payment.pk]))
 
-    assert not _sign_button_shown(page) and bank.starts == []
+    assert not _sign_button_shown(page) and starts(bank) == []
 
 
 @pytest.mark.parametrize(
     "setup",
     ["other_company", "disconnected", "private_connection", "not_patc"],
 )
-def test_other_users_get_404(alice, bob, bank, setup):
+def test_other_users_get_404(alice, bob, fake_bank, setup):
+    bank = _bank(fake_bank)
     connection = corporate_connection(alice)
     status = "PDNG" if setup == "not_patc" else "PATC"
     payment = PaymentFactory(user=alice, context="CORPORATE", connection=connection, transaction_status=status)
@@ -189,10 +188,11 @@ def test_other_users_get_404(alice, bob, bank, setup):
     assert browser.get(reverse("payment-detail", args=[payment.pk])).status_code == 404
     assert browser.get(reverse("payment-status-json", args=[payment.pk])).status_code == 404
     assert browser.post(reverse("payment-sign", args=[payment.pk])).status_code == 404
-    assert bank.starts == []
+    assert starts(bank) == []
 
 
-def test_after_signing_the_cosigner_still_sees_the_payment(alice, bob, bank):
+def test_after_signing_the_cosigner_still_sees_the_payment(alice, bob, fake_bank):
+    _bank(fake_bank)
     payment = corporate_pair(alice, bob, transaction_status="PDNG")
     PaymentAuthorisation.objects.create(payment=payment, signer=bob, completed_at=timezone.now())
     PaymentEvent.objects.create(payment=payment, kind=PaymentEventKind.SIGNATURE, actor=bob)
@@ -204,7 +204,8 @@ def test_after_signing_the_cosigner_still_sees_the_payment(alice, bob, bank):
     assert page.count("signed ") >= 2  # alice's and bob's signatures with their times
 
 
-def test_the_live_redraw_gets_each_signatures_line_as_the_page_shows_it(alice, bob, bank):
+def test_the_live_redraw_gets_each_signatures_line_as_the_page_shows_it(alice, bob, fake_bank):
+    _bank(fake_bank)
     payment = corporate_pair(alice, bob, transaction_status="PATC")
     PaymentAuthorisation.objects.create(payment=payment, signer=bob)  # bob is at the bank's SCA screen now
 
@@ -216,7 +217,8 @@ def test_the_live_redraw_gets_each_signatures_line_as_the_page_shows_it(alice, b
     assert bob_line == "bob@example.com: signing at the bank"
 
 
-def test_the_list_shows_the_company_payment_awaiting_the_cosigners_signature(alice, bob, bank):
+def test_the_list_shows_the_company_payment_awaiting_the_cosigners_signature(alice, bob, fake_bank):
+    _bank(fake_bank)
     payment = corporate_pair(alice, bob, transaction_status="PATC")
     browser = _signed_in(bob)
 
@@ -225,35 +227,17 @@ def test_the_list_shows_the_company_payment_awaiting_the_cosigners_signature(ali
     assert f'href="/payments/{payment.pk}/"' in page and "awaits your signature" in page
 
 
-class ExemptingBank(FakeBank):
-    """A bank that asks the signer for no SCA (scaStatus exempted, no scaRedirect) and reports ``status``."""
-
-    def __init__(self, status: str) -> None:
-        super().__init__()
-        self.status_answer = status
-
-    def start_authorisation(self, **kwargs):
-        self.starts.append(kwargs)
-        return AuthorisationResponse(
-            sca_status="exempted", links={"scaStatus": Link(href="/v1/x/authorisations/1")}
-        )
-
-    def status(self, **kwargs):
-        from xs2a.models import PaymentStatus
-
-        return PaymentStatus(transaction_status=self.status_answer)
-
-
 @pytest.mark.parametrize(("after", "state"), [("PATC", "authorising"), ("PDNG", "awaiting_status")])
 def test_a_signer_the_bank_exempts_counts_as_signed_and_the_bank_status_decides_what_follows(
-    alice, bob, monkeypatch, after, state
+    alice, bob, fake_bank, after, state
 ):
     """One signer of a company's payment exempted from SCA: their signature counts as the bank counts it, no
     approval is left open for them, and the status is read at once; whether more signers are needed is the bank's
     word (PATC: still being approved, the next signer is asked; PDNG: processing)."""
-    bank = ExemptingBank(after)
-    monkeypatch.setattr("payments.services.authorisation.bank_client", lambda: bank)
-    monkeypatch.setattr("payments.services.polling.bank_client", lambda: bank)
+    # The bank asks the signer for no SCA (scaStatus exempted, no scaRedirect) and reports ``after``.
+    exempted = bankfake.authorisation(None, sca_status="exempted", sca_status_href="/v1/x/authorisations/1")
+    fake_bank.add("POST", START, bankfake.Answer(201, exempted))
+    fake_bank.add("GET", "/v1/payments/{product}/{paymentId}/status", bankfake.payment_status(after))
     payment = corporate_pair(alice, bob, transaction_status="PATC")
     browser = _signed_in(bob)
 

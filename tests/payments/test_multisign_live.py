@@ -9,6 +9,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from core.models import BankCall
 from payments.models import Payment, PaymentAuthorisation, PaymentEvent, PaymentEventKind, PaymentState
 from payments.services.polling import payment_poll
 from tests.live_bank import live_bank, live_bank_server, portal_connect  # noqa: F401 - the fixtures
@@ -22,7 +23,6 @@ from tests.payments.journeys import (
     run_batches,
     send,
 )
-from tpp_portal.models import BankCall
 from users.security import REAUTHENTICATED_KEY
 
 pytestmark = pytest.mark.live_bank

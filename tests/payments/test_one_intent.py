@@ -7,20 +7,10 @@ from decimal import Decimal
 import pytest
 
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentState
-from payments.services import authorisation as authorisation_module
-from payments.services import initiation
+from payments.services import drafts, submission
+from tests import bankfake
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
-from tests.payments.test_initiation import StubBank, _draft, _submit
-from xs2a.errors import FormatError, TppMessage
-
-
-@pytest.fixture
-def bank(monkeypatch) -> StubBank:
-    stub = StubBank()
-    for module in (initiation, authorisation_module):
-        monkeypatch.setattr(module, "bank_client", lambda: stub)
-    monkeypatch.setattr("connections.services.bank_client", lambda: stub)
-    return stub
+from tests.payments.test_initiation import _bank, _draft, _submit
 
 
 @pytest.fixture
@@ -63,7 +53,10 @@ def test_the_same_form_posted_twice_is_one_payment(alice_client, alice, connecti
     assert first["Location"] == again["Location"] == f"/payments/{payment.pk}/review/"
 
 
-def test_a_form_posted_again_after_its_payment_was_sent_shows_that_payment(alice_client, alice, connection, bank):
+def test_a_form_posted_again_after_its_payment_was_sent_shows_that_payment(
+    alice_client, alice, connection, fake_bank
+):
+    bank = _bank(fake_bank)
     data = {**_form(alice_client, "/payments/new/"), **_typed(connection)}
     alice_client.post("/payments/new/", data)
     payment = Payment.objects.get(user=alice)
@@ -118,21 +111,24 @@ def test_two_drafts_of_one_intent_cannot_be_made(alice, connection):
         form_data={},
         intent_key=intent,
     )
-    first = initiation.payment_draft_create(**made)
-    with pytest.raises(initiation.IntentAlreadySent) as again:
-        initiation.payment_draft_create(**made)
+    first = drafts.payment_draft_create(**made)
+    with pytest.raises(drafts.IntentAlreadySent) as again:
+        drafts.payment_draft_create(**made)
     assert again.value.payment == first
 
 
 @pytest.mark.parametrize(
     "state", [PaymentState.SUBMITTING, PaymentState.OUTCOME_UNKNOWN, PaymentState.UNCONFIRMED]
 )
-def test_a_payment_alike_is_not_sent_while_one_is_of_unknown_outcome(bank, alice, alice_client, connection, state):
+def test_a_payment_alike_is_not_sent_while_one_is_of_unknown_outcome(
+    fake_bank, alice, alice_client, connection, state
+):
+    bank = _bank(fake_bank)
     unknown = _draft(alice, connection, reference="FPUNKNOWN1")
     Payment.objects.filter(pk=unknown.pk).update(state=state)
     other = _draft(alice, connection, reference="FPOTHER001")
 
-    with pytest.raises(initiation.PaymentNotSubmittable) as refused:
+    with pytest.raises(submission.PaymentNotSubmittable) as refused:
         _submit(other, alice)
     assert refused.value.blocking == unknown and "never paid twice" in refused.value.message
     page = alice_client.get(f"/payments/{other.pk}/review/")
@@ -145,30 +141,28 @@ def test_a_payment_alike_is_not_sent_while_one_is_of_unknown_outcome(bank, alice
 
 
 @pytest.mark.parametrize("state", [PaymentState.FOUND, PaymentState.NOT_AT_BANK, PaymentState.FINAL])
-def test_a_settled_payment_alike_holds_nothing_back(bank, alice, connection, state):
+def test_a_settled_payment_alike_holds_nothing_back(fake_bank, alice, connection, state):
+    _bank(fake_bank)
     Payment.objects.filter(pk=_draft(alice, connection).pk).update(state=state)
 
     assert _submit(_draft(alice, connection), alice).payment.state == PaymentState.INITIATED
 
 
-def test_a_duplicate_refusal_while_the_earlier_is_unknown_is_evidence_the_bank_holds_it(bank, alice, connection):
+def test_a_duplicate_refusal_while_the_earlier_is_unknown_is_evidence_the_bank_holds_it(
+    fake_bank, alice, connection
+):
     """The bank refuses a payment alike as a logical duplicate while the user's earlier one is of unknown outcome
     (here: the earlier one became unknown while the second was on its way): the earlier one gets the note that
     the bank holds it, not approved; nothing is sent for it."""
+    bank = _bank(fake_bank)
     earlier = _draft(alice, connection)
     second = _draft(alice, connection)
-    duplicate = FormatError(
-        "duplicate",
-        status=409,
-        tpp_messages=[TppMessage("ERROR", "CONFLICT", "allowLogicalDuplicate", "Logical duplicate")],
-    )
 
-    def refuse_while_earlier_unknown(body, **kwargs):
-        bank.initiations.append({"body": body, **kwargs})
+    def refuse_while_earlier_unknown(received):
         Payment.objects.filter(pk=earlier.pk).update(state=PaymentState.OUTCOME_UNKNOWN)
-        raise duplicate
+        return bankfake.refusal(409, ("CONFLICT", "allowLogicalDuplicate", "Logical duplicate"))
 
-    bank.initiate = refuse_while_earlier_unknown
+    bank.failures.append(refuse_while_earlier_unknown)
     outcome = _submit(second, alice)
 
     assert outcome.payment.state == PaymentState.REFUSED
@@ -179,8 +173,9 @@ def test_a_duplicate_refusal_while_the_earlier_is_unknown_is_evidence_the_bank_h
 
 
 def test_pay_it_again_is_offered_only_when_every_payment_alike_is_final_and_names_it(
-    bank, alice, alice_client, connection
+    fake_bank, alice, alice_client, connection
 ):
+    _bank(fake_bank)
     open_one = _draft(alice, connection, reference="FPOPEN0001")
     Payment.objects.filter(pk=open_one.pk).update(state=PaymentState.AWAITING_STATUS, transaction_status="ACTC")
     refused = _draft(alice, connection)

@@ -7,79 +7,38 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from datetime import time as clock_time
+from email.utils import format_datetime
+from urllib.parse import unquote
 
 import pytest
 from django.conf import settings
 from django.db import OperationalError, connection
 from django.utils import timezone
 
+from core.models import BankCall
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentProduct, PaymentState
 from payments.services import polling
+from tests import bankfake
 from tests.payments.payment_factories import PaymentFactory, status_event
-from xs2a.errors import AccessExceededError, ResourceUnknownError, ServerError, TppMessage
-from xs2a.models import PaymentCancellationResponse, PaymentStatus, ScaStatusResponse
+
+#: The bank's status of a payment (the path the portal builds, or the status link of the bank's answer).
+STATUS = "/v1/payments/{product}/{paymentId}/status"
+#: The scaStatus of one authorisation of a payment.
+SCA_STATUS = "/v1/payments/{product}/{paymentId}/authorisations/{authorisationId}"
 
 
-class FakeBank:
-    """The part of the bank client polling uses: answers queued statuses (or raises queued errors)."""
-
-    def __init__(self, *answers) -> None:
-        self.answers = list(answers)
-        self.calls: list[dict] = []
-        self.entered = threading.Event()
-        self.release = threading.Event()
-        self.release.set()
-        self.inside = 0
-        self.most_inside = 0
-        self.lock = threading.Lock()
-        self.deletes: list[dict] = []
-        self.delete_answer: object = PaymentCancellationResponse()
-        self.sca_statuses: list[str] = []  # answers of authorisation_status, in order
-        self.sca_reads: list[dict] = []
-
-    def authorisation_status(self, **kwargs):
-        self.sca_reads.append(kwargs)
-        answer = self.sca_statuses.pop(0)
-        if isinstance(answer, BaseException):
-            raise answer
-        return ScaStatusResponse(sca_status=answer)
-
-    @property
-    def payments(self):  # the client's payments service
-        return self
-
-    def delete(self, **kwargs):
-        self.deletes.append(kwargs)
-        if isinstance(self.delete_answer, BaseException):
-            raise self.delete_answer
-        return self.delete_answer
-
-    def status(self, **kwargs):
-        with self.lock:
-            self.calls.append(kwargs)
-            self.inside += 1
-            self.most_inside = max(self.most_inside, self.inside)
-        self.entered.set()
-        try:
-            assert self.release.wait(10), "the test never released the bank call"
-            answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-            if isinstance(answer, BaseException):
-                raise answer
-            return answer
-        finally:
-            with self.lock:
-                self.inside -= 1
+def answers(fake_bank, *statuses) -> None:
+    """The bank answers the status reads with ``statuses`` (each a status code or an answer), the last repeated."""
+    fake_bank.add("GET", STATUS, *(bankfake.payment_status(s) if isinstance(s, str) else s for s in statuses))
 
 
-@pytest.fixture
-def bank(monkeypatch):
-    fake = FakeBank(PaymentStatus(transaction_status="PDNG"))
-    monkeypatch.setattr(polling, "bank_client", lambda: fake)
-    return fake
+def status_reads(fake_bank) -> list[str]:
+    """The paths of the status reads the bank received (retries of one read included)."""
+    return [unquote(r.path) for r in fake_bank.sent("GET", STATUS)]
 
 
-def status(value: str, funds: bool | None = None) -> PaymentStatus:
-    return PaymentStatus(transaction_status=value, funds_available=funds)
+def status(value: str, funds: bool | None = None) -> dict:
+    return bankfake.payment_status(value, funds_available=funds)
 
 
 NOW = datetime(2026, 3, 2, 9, 30, tzinfo=UTC)  # a Monday; the bank's batches: 05, 08, 11, 13, 15 UTC
@@ -89,9 +48,10 @@ SANDBOX_BATCHES = tuple(clock_time(h, 0) for h in (5, 8, 11, 13, 15))  # the san
 
 
 def test_a_poll_stores_the_new_status_with_a_timeline_event_and_plans_the_next_after_the_batch(
-    alice, bank, settings
+    alice, fake_bank, settings
 ):
     settings.BANK_BATCH_TIMES = SANDBOX_BATCHES
+    answers(fake_bank, "PDNG")
     payment = PaymentFactory(user=alice, next_poll_at=NOW)
 
     outcome = polling.payment_poll(payment_id=payment.pk, now=NOW)
@@ -106,18 +66,20 @@ def test_a_poll_stores_the_new_status_with_a_timeline_event_and_plans_the_next_a
     assert payment.poll_lease_until is None and payment.poll_lease_token == ""
     event = PaymentEvent.objects.get(payment=payment)
     assert (event.kind, event.transaction_status, event.at) == (PaymentEventKind.STATUS, "PDNG", NOW)
-    assert bank.calls == [{"href": None, "payment_id": payment.payment_id, "product": payment.product}]
+    assert status_reads(fake_bank) == [f"/v1/payments/{payment.product}/{payment.payment_id}/status"]
 
 
-def test_the_status_link_of_the_bank_is_used_when_it_gave_one(alice, bank):
+def test_the_status_link_of_the_bank_is_used_when_it_gave_one(alice, fake_bank):
+    answers(fake_bank, "PDNG")
     payment = PaymentFactory(user=alice, links={"status": "/v1/payments/x/enc!!abc=/status"})
 
     polling.payment_poll(payment_id=payment.pk, now=NOW)
 
-    assert bank.calls[0]["href"] == "/v1/payments/x/enc!!abc=/status"
+    assert status_reads(fake_bank) == ["/v1/payments/x/enc!!abc=/status"]
 
 
-def test_an_unchanged_status_adds_no_event(alice, bank):
+def test_an_unchanged_status_adds_no_event(alice, fake_bank):
+    answers(fake_bank, "PDNG")
     payment = PaymentFactory(user=alice, transaction_status="PDNG", state=PaymentState.AWAITING_STATUS)
     status_event(payment, "PDNG", at=NOW - timedelta(minutes=5))
 
@@ -129,8 +91,8 @@ def test_an_unchanged_status_adds_no_event(alice, bank):
 
 
 @pytest.mark.parametrize("final", ["ACSC", "RJCT", "CANC"])
-def test_a_final_status_stops_polling(alice, bank, final):
-    bank.answers = [status(final)]
+def test_a_final_status_stops_polling(alice, fake_bank, final):
+    answers(fake_bank, final)
     payment = PaymentFactory(user=alice, transaction_status="ACSP", next_poll_at=NOW)
 
     polling.payment_poll(payment_id=payment.pk, now=NOW)
@@ -144,11 +106,11 @@ def test_a_final_status_stops_polling(alice, bank, final):
     )
     # a late duplicate task does not call the bank again
     assert polling.payment_poll(payment_id=payment.pk, now=NOW + timedelta(minutes=1)).skipped
-    assert len(bank.calls) == 1
+    assert len(fake_bank.received) == 1
 
 
-def test_accp_without_funds_is_stored_and_a_later_change_of_funds_is_an_event(alice, bank):
-    bank.answers = [status("ACCP", False), status("ACCP", True)]
+def test_accp_without_funds_is_stored_and_a_later_change_of_funds_is_an_event(alice, fake_bank):
+    answers(fake_bank, status("ACCP", False), status("ACCP", True))
     payment = PaymentFactory(user=alice, transaction_status="PDNG", state=PaymentState.AWAITING_STATUS)
 
     polling.payment_poll(payment_id=payment.pk, now=NOW)
@@ -162,8 +124,8 @@ def test_accp_without_funds_is_stored_and_a_later_change_of_funds_is_an_event(al
     assert events == [("ACCP", False), ("ACCP", True)]
 
 
-def test_patc_keeps_the_payment_waiting_for_signers_and_backs_off(alice, bank):
-    bank.answers = [status("PATC")]
+def test_patc_keeps_the_payment_waiting_for_signers_and_backs_off(alice, fake_bank):
+    answers(fake_bank, "PATC")
     payment = PaymentFactory(user=alice, context="CORPORATE", state=PaymentState.AUTHORISING)
 
     polling.payment_poll(payment_id=payment.pk, now=NOW)
@@ -212,10 +174,8 @@ def test_a_status_the_portal_does_not_know_is_polled_with_backoff(settings):
     assert NOW < soon < late <= NOW + settings.PAYMENT_POLL_MAX_INTERVAL
 
 
-def test_domestic_status_unreadable_before_approval_is_not_an_error(alice, bank):
-    bank.answers = [
-        ResourceUnknownError("unknown", status=404, tpp_messages=[TppMessage("ERROR", "RESOURCE_UNKNOWN")])
-    ]
+def test_domestic_status_unreadable_before_approval_is_not_an_error(alice, fake_bank):
+    answers(fake_bank, bankfake.error(404, "RESOURCE_UNKNOWN"))
     payment = PaymentFactory(user=alice, product=PaymentProduct.DOMESTIC, state=PaymentState.AUTHORISING)
 
     outcome = polling.payment_poll(payment_id=payment.pk, now=NOW)
@@ -227,13 +187,8 @@ def test_domestic_status_unreadable_before_approval_is_not_an_error(alice, bank)
     assert not PaymentEvent.objects.filter(payment=payment, kind=PaymentEventKind.BANK_ERROR).exists()
 
 
-def test_a_bank_error_gives_the_banks_text_and_tries_again_later(alice, bank):
-    error = ServerError(
-        "bank error",
-        status=503,
-        tpp_messages=[TppMessage("ERROR", "SYSTEM_ERROR", text="Maintenance until 10:00")],
-    )
-    bank.answers = [error]
+def test_a_bank_error_gives_the_banks_text_and_tries_again_later(alice, fake_bank):
+    answers(fake_bank, bankfake.error(503, "SYSTEM_ERROR", "Maintenance until 10:00"))
     payment = PaymentFactory(user=alice, transaction_status="PDNG", state=PaymentState.AWAITING_STATUS)
 
     outcome = polling.payment_poll(payment_id=payment.pk, now=NOW)
@@ -243,9 +198,12 @@ def test_a_bank_error_gives_the_banks_text_and_tries_again_later(alice, bank):
     assert payment.transaction_status == "PDNG" and payment.next_poll_at > NOW
 
 
-def test_a_429_waits_until_the_banks_reset(alice, bank):
+def test_a_429_waits_until_the_banks_reset(alice, fake_bank):
     reset = NOW + timedelta(hours=5)
-    bank.answers = [AccessExceededError("too many", status=429, reset_at=reset)]
+    # The bank's reset moment as Retry-After (an HTTP date): past on the client's clock, so it tries again at
+    # once (twice, as for any GET), then gives the 429 with the moment to the poll.
+    until = {"Retry-After": format_datetime(reset, usegmt=True)}
+    answers(fake_bank, bankfake.error(429, "ACCESS_EXCEEDED", "too many", headers=until))
     payment = PaymentFactory(user=alice, transaction_status="PDNG", state=PaymentState.AWAITING_STATUS)
 
     polling.payment_poll(payment_id=payment.pk, now=NOW)
@@ -253,12 +211,8 @@ def test_a_429_waits_until_the_banks_reset(alice, bank):
     assert Payment.objects.get(pk=payment.pk).next_poll_at == reset
 
 
-def test_an_unknown_payment_is_noted_once_on_the_timeline(alice, bank):
-    bank.answers = [
-        ResourceUnknownError(
-            "unknown", status=404, tpp_messages=[TppMessage("ERROR", "RESOURCE_UNKNOWN", text="No such payment")]
-        )
-    ]
+def test_an_unknown_payment_is_noted_once_on_the_timeline(alice, fake_bank):
+    answers(fake_bank, bankfake.error(404, "RESOURCE_UNKNOWN", "No such payment"))
     payment = PaymentFactory(user=alice, transaction_status="PDNG", state=PaymentState.AWAITING_STATUS)
 
     polling.payment_poll(payment_id=payment.pk, now=NOW)
@@ -269,12 +223,12 @@ def test_an_unknown_payment_is_noted_once_on_the_timeline(alice, bank):
     assert list(errors.values_list("detail", flat=True)) == ["No such payment"]
 
 
-def test_a_payment_without_a_bank_id_is_not_polled(alice, bank):
+def test_a_payment_without_a_bank_id_is_not_polled(alice, fake_bank):
     payment = PaymentFactory(user=alice, payment_id="", state=PaymentState.OUTCOME_UNKNOWN, next_poll_at=NOW)
 
     outcome = polling.payment_poll(payment_id=payment.pk, now=NOW)
 
-    assert outcome.skipped and bank.calls == []
+    assert outcome.skipped and fake_bank.received == []
     assert Payment.objects.get(pk=payment.pk).next_poll_at is None
 
 
@@ -340,8 +294,10 @@ def test_the_beat_schedule_runs_the_dispatcher_every_minute(settings):
     assert "payments.dispatch_due_polls" in app.tasks and "payments.poll_payment" in app.tasks
 
 
-def test_the_poll_task_runs_a_poll(alice, bank):
+def test_the_poll_task_runs_a_poll(alice, fake_bank):
     from payments.tasks import poll_payment
+
+    answers(fake_bank, "PDNG")
 
     payment = PaymentFactory(user=alice)
 
@@ -352,28 +308,29 @@ def test_the_poll_task_runs_a_poll(alice, bank):
 # --- one poller per payment ----------------------------------------------------------------------------------
 
 
-def test_a_second_poller_does_nothing_while_the_first_holds_the_lease(alice, bank):
+def test_a_second_poller_does_nothing_while_the_first_holds_the_lease(alice, fake_bank):
+    answers(fake_bank, "PDNG")
     payment = PaymentFactory(user=alice)
     token = polling.lease_take(payment_id=payment.pk, now=NOW)
 
     outcome = polling.payment_poll(payment_id=payment.pk, now=NOW + timedelta(seconds=30))
 
-    assert token and outcome.skipped and not outcome.ok and bank.calls == []
+    assert token and outcome.skipped and not outcome.ok and fake_bank.received == []
     # an expired lease (its holder died) is taken over
     resumed = NOW + settings.PAYMENT_POLL_LEASE + timedelta(seconds=1)
     assert polling.payment_poll(payment_id=payment.pk, now=resumed).ok
-    assert len(bank.calls) == 1
+    assert len(fake_bank.received) == 1
 
 
-def test_a_poller_whose_lease_was_taken_over_writes_nothing(alice, bank, monkeypatch):
+def test_a_poller_whose_lease_was_taken_over_writes_nothing(alice, fake_bank):
     payment = PaymentFactory(user=alice)
 
-    def slow_bank(**kwargs):
+    def slow_bank(received):
         # while this poller waits for the bank beyond its lease, another takes the lease over
         Payment.objects.filter(pk=payment.pk).update(poll_lease_token="someone-else")
-        return status("ACSC")
+        return bankfake.Answer(200, status("ACSC"))
 
-    monkeypatch.setattr(bank, "status", slow_bank)
+    answers(fake_bank, slow_bank)
     outcome = polling.payment_poll(payment_id=payment.pk, now=NOW)
 
     assert outcome.skipped
@@ -382,9 +339,10 @@ def test_a_poller_whose_lease_was_taken_over_writes_nothing(alice, bank, monkeyp
     assert payment.poll_lease_token == "someone-else"  # not released: it is not this poller's
 
 
-def test_a_lease_lost_between_the_read_and_the_write_rolls_the_poll_back(alice, bank, monkeypatch):
+def test_a_lease_lost_between_the_read_and_the_write_rolls_the_poll_back(alice, fake_bank, monkeypatch):
     """On SQLite select_for_update locks nothing: the write itself is conditional on the lease token, and
     when it finds the lease gone, the timeline event written just before is rolled back too."""
+    answers(fake_bank, "PDNG")
     payment = PaymentFactory(user=alice)
     create = PaymentEvent.objects.create
 
@@ -401,14 +359,38 @@ def test_a_lease_lost_between_the_read_and_the_write_rolls_the_poll_back(alice, 
     assert not PaymentEvent.objects.filter(payment=payment).exists()
 
 
+class HeldCall:
+    """A status answer held back until the test releases it; counts the calls in flight at once."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        self.inside = 0
+        self.most_inside = 0
+
+    def __call__(self, received):
+        with self.lock:
+            self.inside += 1
+            self.most_inside = max(self.most_inside, self.inside)
+        self.entered.set()
+        try:
+            assert self.release.wait(10), "the test never released the bank call"
+            return bankfake.Answer(200, status("PDNG"))
+        finally:
+            with self.lock:
+                self.inside -= 1
+
+
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_two_pollers_racing_for_one_payment_make_one_bank_call(bank):
+def test_two_pollers_racing_for_one_payment_make_one_bank_call(fake_bank):
     """Real threads, each with its own database connection, start together; the bank call is held open so
     both are in flight at once. On PostgreSQL and on SQLite the conditional UPDATE lets only one through."""
     from tests.factories import UserFactory
 
     payment = PaymentFactory(user=UserFactory())
-    bank.release.clear()
+    bank = HeldCall()
+    answers(fake_bank, bank)
     start = threading.Barrier(4)
     outcomes: list[polling.PollOutcome] = []
     errors: list[BaseException] = []
@@ -445,24 +427,24 @@ def test_two_pollers_racing_for_one_payment_make_one_bank_call(bank):
         thread.join(15)
 
     assert errors == []
-    assert len(bank.calls) == 1 and bank.most_inside == 1
+    assert len(fake_bank.received) == 1 and bank.most_inside == 1
     assert sorted(o.skipped for o in outcomes) == [False, True, True, True]
     assert Payment.objects.get(pk=payment.pk).poll_count == 1
     assert PaymentEvent.objects.filter(payment=payment, kind=PaymentEventKind.STATUS).count() == 1
 
 
-def test_a_poll_asked_for_while_another_runs_stays_due(alice, bank, monkeypatch):
+def test_a_poll_asked_for_while_another_runs_stays_due(alice, fake_bank):
     """The SCA callback (or a cancellation) calls poll_soon while the worker's poll is in the bank call: that
     poll's answer may predate the approval, so it must not push the asked-for poll back to the next batch."""
     payment = PaymentFactory(user=alice, transaction_status="RCVD", state=PaymentState.AUTHORISING)
     asked = []
 
-    def approval_during_the_call(**kwargs):
+    def approval_during_the_call(received):
         polling.poll_soon(Payment.objects.get(pk=payment.pk))  # its task would find the lease held
         asked.append(Payment.objects.get(pk=payment.pk).next_poll_at)
-        return status("RCVD")
+        return bankfake.Answer(200, status("RCVD"))
 
-    monkeypatch.setattr(bank, "status", approval_during_the_call)
+    answers(fake_bank, approval_during_the_call)
     outcome = polling.payment_poll(payment_id=payment.pk)
 
     payment.refresh_from_db()
@@ -471,7 +453,8 @@ def test_a_poll_asked_for_while_another_runs_stays_due(alice, bank, monkeypatch)
     assert polling.due_payment_ids() == [payment.pk]
 
 
-def test_a_poll_not_asked_for_during_it_plans_its_own_next_poll(alice, bank):
+def test_a_poll_not_asked_for_during_it_plans_its_own_next_poll(alice, fake_bank):
+    answers(fake_bank, "PDNG")
     payment = PaymentFactory(user=alice, transaction_status="RCVD", state=PaymentState.AUTHORISING)
     polling.poll_soon(payment)  # before the poll: this is the poll it asked for
 
@@ -487,10 +470,14 @@ class WorkerKilled(BaseException):
     runs no cleanup."""
 
 
-def test_a_poll_killed_in_the_middle_loses_nothing_and_is_resumed(alice, bank, monkeypatch):
+def test_a_poll_killed_in_the_middle_loses_nothing_and_is_resumed(alice, fake_bank, monkeypatch):
     payment = PaymentFactory(user=alice, transaction_status="ACSP", state=PaymentState.AWAITING_STATUS)
     Payment.objects.filter(pk=payment.pk).update(next_poll_at=NOW)
-    bank.answers = [WorkerKilled(), status("ACSC")]
+
+    def killed(received):
+        raise WorkerKilled
+
+    answers(fake_bank, killed, "ACSC")
     release = polling.lease_release
     monkeypatch.setattr(polling, "lease_release", lambda **kwargs: None)
 
@@ -515,25 +502,20 @@ def test_a_poll_killed_in_the_middle_loses_nothing_and_is_resumed(alice, bank, m
     ]
 
 
-def test_the_poll_is_audited_against_the_payment(alice, bank, monkeypatch):
-    seen = []
-    from payments.services import polling as module
+def test_the_poll_is_audited_against_the_payment(alice, fake_bank):
+    from django.contrib.contenttypes.models import ContentType
 
-    original = module.bank_audit_context
-
-    def spy(**kwargs):
-        seen.append(kwargs)
-        return original(**kwargs)
-
-    monkeypatch.setattr(module, "bank_audit_context", spy)
+    answers(fake_bank, "PDNG")
     payment = PaymentFactory(user=alice)
 
     polling.payment_poll(payment_id=payment.pk, actor=alice, now=timezone.now())
 
-    assert seen == [{"user": alice, "obj": Payment.objects.get(pk=payment.pk)}]
+    (call,) = BankCall.objects.all()
+    assert (call.method, call.status, call.user) == ("GET", 200, alice)
+    assert (call.content_type, call.object_id) == (ContentType.objects.get_for_model(Payment), str(payment.pk))
 
 
-def test_an_approval_whose_redirect_never_comes_back_is_followed_from_the_start_of_its_sca(alice, bank):
+def test_an_approval_whose_redirect_never_comes_back_is_followed_from_the_start_of_its_sca(alice, fake_bank):
     """The PSU approves on another device, closes the tab, or takes longer than the portal's SCA state lives: the
     status is read on a backoff from the start of the SCA, so the payment moves on without the redirect; an SCA
     nobody completes stops being polled once the bank's SCA window is over."""
@@ -542,25 +524,24 @@ def test_an_approval_whose_redirect_never_comes_back_is_followed_from_the_start_
     Payment.objects.filter(pk=payment.pk).update(submitted_at=started)
     PaymentEvent.objects.create(payment=payment, at=NOW, kind=PaymentEventKind.SCA_STARTED, actor=alice)
 
-    bank.answers = [status("RCVD")]
+    answers(fake_bank, "RCVD", "PDNG")  # then approved elsewhere: no callback came
     polling.payment_poll(payment_id=payment.pk, now=NOW + timedelta(seconds=30))
     payment.refresh_from_db()
     # Still waiting: polled again soon (backoff from the SCA's start, not from the initiation five hours ago).
     assert payment.state == PaymentState.AUTHORISING and payment.next_poll_at is not None
     assert payment.next_poll_at - (NOW + timedelta(seconds=30)) <= timedelta(minutes=1)
 
-    bank.answers = [status("PDNG")]  # approved elsewhere: no callback came
     polling.payment_poll(payment_id=payment.pk, now=payment.next_poll_at)
     payment.refresh_from_db()
     assert payment.state == PaymentState.AWAITING_STATUS and payment.transaction_status == "PDNG"
 
 
-def test_an_sca_nobody_completes_is_read_now_and_then_after_the_window(alice, bank, settings):
+def test_an_sca_nobody_completes_is_read_now_and_then_after_the_window(alice, fake_bank, settings):
     payment = PaymentFactory(
         user=alice, transaction_status="RCVD", state=PaymentState.AUTHORISING, submitted_at=NOW
     )
     PaymentEvent.objects.create(payment=payment, at=NOW, kind=PaymentEventKind.SCA_STARTED, actor=alice)
-    bank.answers = [status("RCVD")]
+    answers(fake_bank, "RCVD")
     moment = NOW + settings.PAYMENT_POLL_SIGNERS_WINDOW + timedelta(seconds=1)
 
     polling.payment_poll(payment_id=payment.pk, now=moment)
@@ -571,15 +552,13 @@ def test_an_sca_nobody_completes_is_read_now_and_then_after_the_window(alice, ba
 
 
 @pytest.mark.parametrize("answer", ["XXXX", "RCVD", "error"])
-def test_a_payment_not_final_at_the_horizon_goes_to_staff_and_is_polled_no_more(alice, bank, settings, answer):
+def test_a_payment_not_final_at_the_horizon_goes_to_staff_and_is_polled_no_more(
+    alice, fake_bank, settings, answer
+):
     payment = PaymentFactory(
         user=alice, transaction_status="ACTC", state=PaymentState.AWAITING_STATUS, submitted_at=NOW
     )
-    bank.answers = [
-        status(answer)
-        if answer != "error"
-        else ServerError("down", status=503, tpp_messages=[TppMessage("ERROR", "SERVICE_UNAVAILABLE")])
-    ]
+    answers(fake_bank, answer if answer != "error" else bankfake.error(503, "SERVICE_UNAVAILABLE"))
     moment = NOW + settings.PAYMENT_POLL_HORIZON + timedelta(minutes=1)
 
     polling.payment_poll(payment_id=payment.pk, now=moment)
@@ -592,11 +571,11 @@ def test_a_payment_not_final_at_the_horizon_goes_to_staff_and_is_polled_no_more(
     assert payment.events.filter(kind=PaymentEventKind.STAFF).count() == 1
 
 
-def test_a_payment_inside_the_horizon_keeps_being_polled(alice, bank, settings):
+def test_a_payment_inside_the_horizon_keeps_being_polled(alice, fake_bank, settings):
     payment = PaymentFactory(
         user=alice, transaction_status="ACTC", state=PaymentState.AWAITING_STATUS, submitted_at=NOW
     )
-    bank.answers = [status("XXXX")]
+    answers(fake_bank, "XXXX")
 
     polling.payment_poll(payment_id=payment.pk, now=NOW + settings.PAYMENT_POLL_HORIZON - timedelta(minutes=1))
 
@@ -605,20 +584,14 @@ def test_a_payment_inside_the_horizon_keeps_being_polled(alice, bank, settings):
     assert payment.state == PaymentState.AWAITING_STATUS
 
 
-def test_starting_an_approval_plans_the_first_status_read(alice, monkeypatch):
-    from types import SimpleNamespace
-
+def test_starting_an_approval_plans_the_first_status_read(alice, fake_bank):
     from payments.services import authorisation
-    from xs2a.models import AuthorisationResponse
     from xs2a.psu import PsuContext
 
-    answer = AuthorisationResponse.from_json(
-        {"scaStatus": "started", "_links": {"scaRedirect": {"href": "https://bank.test/sca"}}}
-    )
-    monkeypatch.setattr(
-        authorisation,
-        "bank_client",
-        lambda: SimpleNamespace(payments=SimpleNamespace(start_authorisation=lambda **kw: answer)),
+    fake_bank.add(
+        "POST",
+        "/v1/payments/{product}/{paymentId}/authorisations",
+        bankfake.Answer(201, bankfake.authorisation("https://bank.test/sca", sca_status="started")),
     )
     payment = PaymentFactory(
         user=alice, transaction_status="RCVD", state=PaymentState.INITIATED, next_poll_at=None
@@ -645,7 +618,7 @@ def test_starting_an_approval_plans_the_first_status_read(alice, monkeypatch):
     ("sca_status", "kind", "signed"),
     [("finalised", PaymentEventKind.SCA_DONE, True), ("failed", PaymentEventKind.SCA_FAILED, False)],
 )
-def test_an_approval_in_the_app_is_read_from_its_sca_status(alice, bank, sca_status, kind, signed):
+def test_an_approval_in_the_app_is_read_from_its_sca_status(alice, fake_bank, sca_status, kind, signed):
     from payments.models import PaymentAuthorisation
 
     payment = PaymentFactory(user=alice, transaction_status="RCVD", state=PaymentState.AUTHORISING)
@@ -656,8 +629,8 @@ def test_an_approval_in_the_app_is_read_from_its_sca_status(alice, bank, sca_sta
         authorisation_id="auth-1",
         sca_status_href="/v1/payments/p/x/authorisations/auth-1",
     )
-    bank.sca_statuses = ["started", sca_status]
-    bank.answers = [status("RCVD")]
+    fake_bank.add("GET", SCA_STATUS, bankfake.sca_status("started"), bankfake.sca_status(sca_status))
+    answers(fake_bank, "RCVD")
 
     polling.payment_poll(payment_id=payment.pk)  # still started: nothing recorded
     approval.refresh_from_db()
@@ -668,20 +641,21 @@ def test_an_approval_in_the_app_is_read_from_its_sca_status(alice, bank, sca_sta
     approval.refresh_from_db()
     assert (approval.completed_at is not None) is signed and (approval.failed_at is not None) is not signed
     assert payment.events.filter(kind=kind, actor=alice).count() == 1
-    assert bank.sca_reads[-1]["href"] == "/v1/payments/p/x/authorisations/auth-1"
+    sca_reads = [unquote(r.path) for r in fake_bank.sent("GET", SCA_STATUS)]
+    assert sca_reads[-1] == "/v1/payments/p/x/authorisations/auth-1"
     polling.payment_poll(payment_id=payment.pk)  # ended: not read again
-    assert len(bank.sca_reads) == 2
+    assert len(fake_bank.sent("GET", SCA_STATUS)) == 2
 
 
-def test_an_approval_read_that_fails_changes_nothing(alice, bank):
+def test_an_approval_read_that_fails_changes_nothing(alice, fake_bank):
     from payments.models import PaymentAuthorisation
 
     payment = PaymentFactory(user=alice, transaction_status="RCVD", state=PaymentState.AUTHORISING)
     approval = PaymentAuthorisation.objects.create(
         payment=payment, signer=alice, started_at=timezone.now(), authorisation_id="auth-1"
     )
-    bank.sca_statuses = [ServerError("down", status=503)]
-    bank.answers = [status("RCVD")]
+    fake_bank.add("GET", SCA_STATUS, bankfake.error(503, "SERVICE_UNAVAILABLE", "down"))
+    answers(fake_bank, "RCVD")
 
     outcome = polling.payment_poll(payment_id=payment.pk)
 

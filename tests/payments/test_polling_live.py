@@ -9,12 +9,12 @@ from datetime import datetime
 
 import pytest
 
+from core.bank import bank_client
+from core.models import BankCall
 from payments.models import Payment, PaymentEvent, PaymentEventKind, PaymentState
 from payments.services.polling import due_payment_ids, payment_poll
 from tests.live_bank import live_bank, live_bank_server, portal_connect  # noqa: F401 - the fixtures
 from tests.payments.journeys import account_named, approve_at_bank, cross_border, draft, run_batches, send
-from tpp_portal.bank import bank_client
-from tpp_portal.models import BankCall
 
 pytestmark = pytest.mark.live_bank
 

@@ -7,31 +7,26 @@ have answered it."""
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 
 from payments.models import Payment, PaymentState
-from payments.services import initiation
-from tests.payments.test_initiation import PRESENCE, _submit, bank, connection, draft  # noqa: F401 - fixtures
-from xs2a.errors import OutcomeUnknownError
+from payments.services import reconciliation
+from tests import bankfake
+from tests.payments.test_initiation import PRESENCE, _bank, _submit, connection, draft  # noqa: F401 - fixtures
 
 
-def test_a_replay_is_sent_in_a_later_second_than_the_lost_send(bank, draft, alice, monkeypatch):  # noqa: F811
-    seconds: list[int] = []
-    initiate = bank.initiate
-
-    def initiate_noting_the_second(body, **kwargs):
-        seconds.append(int(datetime.now(UTC).timestamp()))  # the second the client would put in Date
-        return initiate(body, **kwargs)
-
-    monkeypatch.setattr(bank, "initiate", initiate_noting_the_second)
-    bank.raise_on_initiate.append(OutcomeUnknownError("connection reset", request_id=str(draft.request_id)))
+def test_a_replay_is_sent_in_a_later_second_than_the_lost_send(fake_bank, draft, alice):  # noqa: F811
+    bank = _bank(fake_bank)
+    bank.failures.append(bankfake.lost())  # the connection reset after the send
     time.sleep(1.02 - time.time() % 1)  # the start of a second: the send and the check fit in it
     payment = _submit(draft, alice).payment
     # The first check waits 15 s after the loss anyway; without that wait, the second still differs.
     Payment.objects.filter(pk=payment.pk).update(replay_not_before=None)
 
-    outcome = initiation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
+    outcome = reconciliation.payment_reconcile(payment_id=payment.pk, actor=alice, presence=PRESENCE)
 
     assert outcome.state == PaymentState.INITIATED
-    first, replay = seconds
-    assert replay > first
+    first, replay = bank.initiations
+    assert replay.headers["x-request-id"] == first.headers["x-request-id"]
+    # The signed Date (whole seconds) is all that tells the replay apart from the first send.
+    assert parsedate_to_datetime(replay.headers["date"]) > parsedate_to_datetime(first.headers["date"])

@@ -19,13 +19,13 @@ import pytest
 from django.utils import timezone
 
 from connections.models import ScaState
+from core.bank import bank_client
+from core.models import BankCall
 from devtools.livebank import running_bank
 from payments.models import Payment, PaymentAuthorisation, PaymentEvent, PaymentEventKind, PaymentState
 from payments.services.polling import due_payment_ids, payment_poll
 from tests.live_bank import PRIVATE_1, portal_connect
 from tests.payments.journeys import account_named, approve_at_bank, cross_border, draft, run_batches
-from tpp_portal.bank import bank_client
-from tpp_portal.models import BankCall
 
 pytestmark = pytest.mark.live_bank
 

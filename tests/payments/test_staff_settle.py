@@ -11,8 +11,9 @@ from django.utils import timezone
 
 from accounts.models import Transaction
 from payments.models import Payment, PaymentEventKind, PaymentState
-from payments.services import initiation
+from payments.services import reconciliation
 from payments.services.staff import payment_staff_settle
+from tests import bankfake
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
 from tests.payments.payment_factories import PaymentFactory
 
@@ -90,56 +91,38 @@ def test_a_kid_payment_is_found_by_its_kid_amount_and_date(alice):
 
     debit("1234567890128", "-1250.01")  # another amount
     debit("9999999999999", "-1250.00")  # another KID
-    assert not initiation.unconfirmed_find(payment_id=payment.pk)
+    assert not reconciliation.unconfirmed_find(payment_id=payment.pk)
 
     debit("1234567890128", "-1250.00")
-    assert initiation.unconfirmed_find(payment_id=payment.pk)
+    assert reconciliation.unconfirmed_find(payment_id=payment.pk)
     payment.refresh_from_db()
     assert payment.state == PaymentState.FOUND and payment.staff_flagged_at is None
 
 
-class _BankWithPayment:
-    """The bank's GET of a payment, as staff attach an unconfirmed one to it."""
-
-    def __init__(self, details=None, error=None) -> None:
-        self.details, self.error, self.reads = details, error, []
-
-    @property
-    def payments(self):
-        return self
-
-    def get(self, **kwargs):
-        self.reads.append(kwargs)
-        if self.error is not None:
-            raise self.error
-        return self.details
+#: The bank's payment, as staff attach an unconfirmed one to it (GET /v1/payments/{product}/{paymentId}).
+PAYMENT = "/v1/payments/{product}/{paymentId}"
 
 
-def _details(payment: Payment, *, amount: str | None = None, status: str = "RCVD"):
-    from xs2a.models import PaymentDetails
-
+def _details(payment: Payment, *, amount: str | None = None, status: str = "RCVD") -> dict:
     body = json.loads(payment.body_json)
     body["instructedAmount"] = {"amount": amount or str(payment.amount), "currency": payment.currency}
     body["debtorAccount"] = {"iban": payment.debtor_account}
     body["creditorAccount"] = {"iban": payment.creditor_account}
     body.setdefault("creditorName", payment.creditor_name)
     body["remittanceInformationUnstructured"] = f"{payment.reference} Invoice"
-    return PaymentDetails.from_json(
-        {
-            **body,
-            "paymentId": "bank-pay-1",
-            "transactionStatus": status,
-            "_links": {"startAuthorisation": {"href": "/v1/payments/p/bank-pay-1/authorisations"}},
-        }
-    )
+    return {
+        **body,
+        "paymentId": "bank-pay-1",
+        "transactionStatus": status,
+        "_links": {"startAuthorisation": {"href": "/v1/payments/p/bank-pay-1/authorisations"}},
+    }
 
 
-def test_staff_attach_an_unconfirmed_payment_the_bank_confirms(alice, admin_user, monkeypatch):
+def test_staff_attach_an_unconfirmed_payment_the_bank_confirms(alice, admin_user, fake_bank):
     from payments.services import staff
 
     payment = _unconfirmed(alice, reference="FPATTACH01", debtor_account="NO9386011117947")
-    bank = _BankWithPayment(_details(payment))
-    monkeypatch.setattr("tpp_portal.bank.bank_client", lambda: bank)
+    fake_bank.add("GET", PAYMENT, _details(payment))
 
     outcome = staff.payment_staff_attach(
         payment_id=payment.pk, staff_user=admin_user, bank_payment_id="bank-pay-1"
@@ -153,28 +136,26 @@ def test_staff_attach_an_unconfirmed_payment_the_bank_confirms(alice, admin_user
         "RCVD",
     )
     assert payment.staff_flagged_at is None and "startAuthorisation" in payment.links
-    assert bank.reads == [{"payment_id": "bank-pay-1", "product": payment.product}]
+    assert [r.path for r in fake_bank.received] == [f"/v1/payments/{payment.product}/bank-pay-1"]
 
 
-def test_staff_cannot_attach_a_payment_the_bank_does_not_confirm(alice, admin_user, monkeypatch):
+def test_staff_cannot_attach_a_payment_the_bank_does_not_confirm(alice, admin_user, fake_bank):
     from payments.services import staff
-    from xs2a.errors import ResourceUnknownError
 
     payment = _unconfirmed(alice, reference="FPATTACH02", debtor_account="NO9386011117947")
-    other = _BankWithPayment(_details(payment, amount="1.00"))
-    monkeypatch.setattr("tpp_portal.bank.bank_client", lambda: other)
+    # x: the bank's payment is for another amount; y: the bank knows no such payment
+    fake_bank.add("GET", PAYMENT, _details(payment, amount="1.00"), bankfake.error(404, "RESOURCE_UNKNOWN"))
     assert not staff.payment_staff_attach(payment_id=payment.pk, staff_user=admin_user, bank_payment_id="x").ok
-    unknown = _BankWithPayment(error=ResourceUnknownError("unknown", status=404))
-    monkeypatch.setattr("tpp_portal.bank.bank_client", lambda: unknown)
     assert not staff.payment_staff_attach(payment_id=payment.pk, staff_user=admin_user, bank_payment_id="y").ok
 
     payment.refresh_from_db()
     assert payment.state == PaymentState.UNCONFIRMED and payment.payment_id == ""
+    assert [r.path.rsplit("/", 1)[1] for r in fake_bank.received] == ["x", "y"]
 
 
-def test_the_admin_attach_action_asks_for_the_payment_id_then_attaches(alice, admin_client, monkeypatch):
+def test_the_admin_attach_action_asks_for_the_payment_id_then_attaches(alice, admin_client, fake_bank):
     payment = _unconfirmed(alice, reference="FPATTACH03", debtor_account="NO9386011117947")
-    monkeypatch.setattr("tpp_portal.bank.bank_client", lambda: _BankWithPayment(_details(payment)))
+    fake_bank.add("GET", PAYMENT, _details(payment))
     selected = {"action": "attach_bank_payment", "_selected_action": [payment.pk]}
 
     asked = admin_client.post("/admin/payments/payment/", selected)

@@ -74,6 +74,7 @@ from tests.e2e.payment_support import (
     shown_status,
 )
 from tests.product import PortalDatabase, Product, csrf_of, wait_until
+from tests.signin import SIGN_IN_PATH, sign_in_form
 from tests.workers import SMOKE_REDIS_DATABASE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -508,14 +509,14 @@ def _client(deployment: Deployment, address: str) -> requests.Session:
 
 
 def _sign_in(deployment: Deployment, session: requests.Session, login: str, password: str, forged: str):
-    url = f"{deployment.portal_url}/auth/sign-in/"
+    url = deployment.portal_url + SIGN_IN_PATH
     verify = str(deployment.proxy_ca)  # the proxy's certificate, checked for "localhost" (per request: a
     # REQUESTS_CA_BUNDLE of the environment would win over the session's)
     page = session.get(url, headers={"X-Forwarded-For": forged}, timeout=30, verify=verify)
     assert page.status_code == 200, page.text[:500]
     return session.post(
         url,
-        data={"csrfmiddlewaretoken": csrf_of(page.text), "login": login, "password": password},
+        data={"csrfmiddlewaretoken": csrf_of(page.text), **sign_in_form(login, password)},
         headers={"X-Forwarded-For": forged, "Referer": url, "Origin": deployment.portal_url},
         timeout=30,
         allow_redirects=False,

@@ -17,7 +17,7 @@ from tests.live_bank import live_bank, live_bank_server  # noqa: F401
 @pytest.fixture
 def bank_direct(live_bank):  # noqa: F811 - the fixture imported above
     """A bank client of the test itself (not audited), to read what the bank holds."""
-    from tpp_portal.bank import client_config
+    from core.bank import client_config
     from xs2a.client import Xs2aClient
 
     with Xs2aClient(replace(client_config(), base_url=live_bank)) as client:

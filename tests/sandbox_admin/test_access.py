@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from tpp_portal.models import BankCall
+from core.models import BankCall
 
 PAGES = [
     ("sandbox_admin:customers", ""),

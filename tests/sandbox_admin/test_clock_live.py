@@ -9,12 +9,12 @@ from datetime import timedelta
 import pytest
 from django.urls import reverse
 
+from core.models import BankCall
 from payments.models import Payment, PaymentEvent, PaymentEventKind
 from payments.services.polling import payment_poll
 from tests.live_bank import portal_connect
 from tests.payments.journeys import account_named, approve_at_bank, cross_border, draft, run_batches, send
 from tpp_portal.celery import app
-from tpp_portal.models import BankCall
 
 pytestmark = pytest.mark.live_bank
 

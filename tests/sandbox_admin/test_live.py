@@ -10,8 +10,8 @@ import pytest
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from core.models import BankCall
 from tests.sandbox_admin.conftest import new_identity_number, new_organisation_number
-from tpp_portal.models import BankCall
 
 pytestmark = pytest.mark.live_bank
 
@@ -41,7 +41,7 @@ def messages_of(response) -> list[str]:
 
 def test_listing_with_both_flags_shows_what_the_bank_holds(charlie_client, bank_direct):
     expected = bank_direct.sandbox.customers(with_accounts=True, with_agreements=True)
-    assert len(expected) == 4  # the known state (facts.md section 1)
+    assert len(expected) == 4  # the known state (docs/bank-interface.md, reference 1)
 
     response = charlie_client.get(LIST, {"listed": "1", "with_accounts": "on", "with_agreements": "on"})
 
@@ -356,8 +356,8 @@ def test_reset_needs_confirmation_and_brings_back_the_known_state(
 
 
 def test_a_bank_that_does_not_answer_is_reported(charlie_client, settings, live_bank):
+    from core.bank import bank_client
     from devtools.livebank import free_port
-    from tpp_portal.bank import bank_client
 
     settings.BANK_BASE_URL = f"http://127.0.0.1:{free_port()}"
     bank_client.cache_clear()

@@ -18,7 +18,7 @@ from tests.security.pages import World, make_world
 @pytest.fixture
 def refused_bank(settings) -> Iterator[str]:
     """The portal's bank client pointed at a loopback port nothing listens on."""
-    from tpp_portal.bank import bank_client
+    from core.bank import bank_client
 
     settings.BANK_BASE_URL = f"http://127.0.0.1:{free_port()}"
     bank_client.cache_clear()

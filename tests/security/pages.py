@@ -170,7 +170,7 @@ def _exchange_rate(world: World) -> models.Model:
 def _bank_call(world: World) -> models.Model:
     from django.utils import timezone
 
-    from tpp_portal.models import BankCall
+    from core.models import BankCall
 
     return BankCall.objects.create(
         started_at=timezone.now(),

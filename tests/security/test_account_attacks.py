@@ -22,7 +22,7 @@ from django.core import mail
 from django.test import Client
 from django.urls import reverse
 
-from tpp_portal.models import BankCall
+from core.models import BankCall
 
 pytestmark = pytest.mark.django_db
 VICTIM = "victim@example.com"

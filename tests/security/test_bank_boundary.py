@@ -94,7 +94,7 @@ def serving() -> Iterator:
 
 
 def _client(base_url: str, **overrides) -> Xs2aClient:
-    from tpp_portal.bank import client_config
+    from core.bank import client_config
 
     config = client_config()
     values = {f: getattr(config, f) for f in config.__dataclass_fields__}

@@ -1,7 +1,8 @@
 """The attacks of the trust-boundary issue against the SCA callback, each as it was tried, with the bank stood in
-by a client that answers as the real one would. Each test names the attack; each failed on the code before the
-fix (the PSU-ID was stored from the address, the PSU-Corporate-ID too, a failure link spent the approval and
-wrote its text into the payment's timeline, amounts in other digits and dates in year 9999 were accepted).
+by tests/bankfake.py's fake bank behind the portal's own client. Each test names the attack; each failed on the
+code before the fix (the PSU-ID was stored from the address, the PSU-Corporate-ID too, a failure link spent the
+approval and wrote its text into the payment's timeline, amounts in other digits and dates in year 9999 were
+accepted).
 """
 
 from __future__ import annotations
@@ -9,86 +10,36 @@ from __future__ import annotations
 import hashlib
 import uuid
 from datetime import date, timedelta
-from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
 
 from accounts.models import BankAccount
+from connections import sca as connection_sca
 from connections import services as connection_services
 from connections.models import BankConnection, ConnectionState, IdentityRefusal, PsuBinding, ScaState
-from payments.forms import AmountField
+from core.bank import CALLBACK_PATH
+from payments.forms_fields import AmountField
 from payments.models import PaymentAuthorisation, PaymentEvent
 from payments.validators import latest_execution_date, validate_execution_date
+from tests import bankfake
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory, ScaStateFactory, callback_params
 from tests.payments.payment_factories import PaymentFactory
-from tpp_portal.bank import CALLBACK_PATH
-from xs2a import models as bank_models
 from xs2a.psu import PsuContext
 
 pytestmark = pytest.mark.django_db
 
 
-class Bank:
-    """The bank's answers by PSU-ID: the accounts of each PSU and the agreements it may act for."""
-
-    def __init__(self) -> None:
-        self.accounts: dict[str, list[bank_models.Account]] = {}
-        self.agreements_of: dict[str, list[bank_models.Agreement]] = {}
-        self.calls: list[tuple[str, str | None]] = []
-
-    def accounts_for(self, psu):
-        self.calls.append(("accounts", psu.psu_id))
-        return self.accounts.get(psu.psu_id, [])
-
-    def card_accounts(self, *, psu):
-        return []
-
-    def balances(self, resource_id, *, psu):
-        return bank_models.AccountBalances.from_json({"balances": []})
-
-    def agreements(self, *, psu):
-        self.calls.append(("agreements", psu.psu_id))
-        return self.agreements_of.get(psu.psu_id, [])
-
-    def consent_delete(self, *, psu):
-        self.calls.append(("consent ended", psu.psu_id))
+_ASKED = {("GET", "/v1/accounts"): "accounts", ("GET", "/v1/agreements"): "agreements"}
 
 
-class _NoTransactions:
-    """The bank's transaction pages of an account without transactions: one page, complete, empty."""
-
-    complete, count = True, 1
-
-    def __iter__(self):
-        return iter(())
-
-
-def _no_transactions(resource_id, *, psu, **kw):
-    return _NoTransactions()
-
-
-@pytest.fixture
-def bank(monkeypatch) -> Bank:
-    stand_in = Bank()
-
-    class Client:
-        """The client's services, answering from the stand-in."""
-
-        accounts = SimpleNamespace(
-            list=lambda *, psu, **kw: stand_in.accounts_for(psu),
-            balances=stand_in.balances,
-            transaction_pages=_no_transactions,
-        )
-        card_accounts = SimpleNamespace(
-            list=stand_in.card_accounts, balances=stand_in.balances, transaction_pages=_no_transactions
-        )
-        consents = SimpleNamespace(agreements=stand_in.agreements, delete=stand_in.consent_delete)
-
-    monkeypatch.setattr("connections.services.bank_client", Client)
-    monkeypatch.setattr("accounts.services.bank_client", Client)
-    monkeypatch.setattr("accounts.refresh.bank_client", Client)  # the transactions read after the consent
-    return stand_in
+def _asked(fake_bank) -> list[tuple[str, str | None]]:
+    """What the bank was asked for, by PSU-ID: ("accounts" or "agreements", the PSU-ID sent)."""
+    return [
+        (_ASKED[(r.method, r.path)], r.headers.get("psu-id"))
+        for r in fake_bank.received
+        if (r.method, r.path) in _ASKED
+    ]
 
 
 def _started(user, client, **fields) -> ScaState:
@@ -97,19 +48,19 @@ def _started(user, client, **fields) -> ScaState:
     return ScaStateFactory(user=user, session_key_hash=key_hash, **fields)
 
 
-def _account(name: str) -> bank_models.Account:
-    return bank_models.Account(resource_id=f"enc!!{name}=", iban="NO9386011117947", currency="NOK", name=name)
+def _account(name: str) -> dict:
+    return bankfake.account(f"enc!!{name}=", iban="NO9386011117947", currency="NOK", name=name)
 
 
 # --- 1. another customer's accounts through a swapped psu-id -----------------------------------------------
 
 
 def test_a_psu_id_of_another_portal_user_is_refused_recorded_and_never_reaches_the_second_user(
-    bank, alice, bob, alice_client
+    fake_bank, alice, bob, alice_client
 ):
     victim = BankConnectionFactory(user=bob)
     BankAccountFactory(connection=victim, name="Bobs sparekonto")
-    bank.accounts[victim.psu_id] = [_account("Bobs sparekonto")]
+    fake_bank.accounts_of[victim.psu_id] = [_account("Bobs sparekonto")]
     state = _started(alice, alice_client)
 
     # alice did SCA as herself, then swapped bob's PSU-ID into the address before following it back.
@@ -121,18 +72,20 @@ def test_a_psu_id_of_another_portal_user_is_refused_recorded_and_never_reaches_t
     assert not BankConnection.objects.filter(user=alice).exists()
     assert not BankAccount.objects.filter(connection__user=alice).exists()
     # The bank was never asked with bob's PSU-ID for alice, not even to confirm it: it is bob's already.
-    assert ("accounts", victim.psu_id) not in bank.calls and ("agreements", victim.psu_id) not in bank.calls
+    assert ("accounts", victim.psu_id) not in _asked(fake_bank) and ("agreements", victim.psu_id) not in _asked(
+        fake_bank
+    )
     refusal = IdentityRefusal.objects.get()
     assert (refusal.user, refusal.bound_to, refusal.reason) == (alice, bob, IdentityRefusal.Reason.PSU_ID_TAKEN)
     assert "Bobs sparekonto" not in alice_client.get("/bank/accounts/").content.decode()
     assert PsuBinding.objects.get(psu_id_hash=victim.psu_id_hash).user == bob
 
 
-def test_a_disconnected_psu_id_stays_its_users(bank, alice, bob, alice_client):
+def test_a_disconnected_psu_id_stays_its_users(fake_bank, alice, bob, alice_client):
     """Disconnecting does not free the PSU-ID: the consent behind it may live on at the bank."""
     victim = BankConnectionFactory(user=bob)
     psu_id = victim.psu_id
-    bank.accounts[psu_id] = [_account("Bobs sparekonto")]
+    fake_bank.accounts_of[psu_id] = [_account("Bobs sparekonto")]
     connection_services.connection_disconnect(
         connection=victim, actor=bob, presence=PsuContext(ip_address="192.0.2.7")
     )
@@ -145,10 +98,10 @@ def test_a_disconnected_psu_id_stays_its_users(bank, alice, bob, alice_client):
     assert IdentityRefusal.objects.get().bound_to == bob
 
 
-def test_the_owner_of_a_psu_id_connects_with_it(bank, alice, alice_client):
+def test_the_owner_of_a_psu_id_connects_with_it(fake_bank, alice, alice_client):
     """The check refuses others, not the PSU itself: its first SCA binds the PSU-ID, a later one renews."""
     psu_id = str(uuid.uuid4())
-    bank.accounts[psu_id] = [_account("Brukskonto")]
+    fake_bank.accounts_of[psu_id] = [_account("Brukskonto")]
     for _ in range(2):
         state = _started(alice, alice_client)
         response = alice_client.get(
@@ -164,10 +117,10 @@ def test_the_owner_of_a_psu_id_connects_with_it(bank, alice, alice_client):
 
 
 def test_a_corporate_id_the_bank_does_not_list_for_the_psu_is_refused_and_stores_nothing(
-    bank, alice, alice_client
+    fake_bank, alice, alice_client
 ):
     own_psu_id, company = str(uuid.uuid4()), str(uuid.uuid4())
-    bank.agreements_of[own_psu_id] = [bank_models.Agreement(id=str(uuid.uuid4()), name="Alices ENK")]
+    fake_bank.agreements_of[own_psu_id] = [bankfake.agreement(str(uuid.uuid4()), "Alices ENK")]
     state = _started(alice, alice_client, context="CORPORATE")
 
     response = alice_client.get(
@@ -176,15 +129,15 @@ def test_a_corporate_id_the_bank_does_not_list_for_the_psu_is_refused_and_stores
     )
 
     assert response.status_code == 400
-    assert ("agreements", own_psu_id) in bank.calls
+    assert ("agreements", own_psu_id) in _asked(fake_bank)
     assert not BankConnection.objects.exists()
     assert IdentityRefusal.objects.get().reason == IdentityRefusal.Reason.CORPORATE_ID_UNCONFIRMED
 
 
-def test_a_corporate_id_the_bank_lists_is_kept_with_its_name(bank, alice, alice_client):
+def test_a_corporate_id_the_bank_lists_is_kept_with_its_name(fake_bank, alice, alice_client):
     own_psu_id, company = str(uuid.uuid4()), str(uuid.uuid4())
-    bank.agreements_of[own_psu_id] = [bank_models.Agreement(id=company.upper(), name="Havbruk Nord AS")]
-    bank.accounts[own_psu_id] = [_account("Driftskonto")]
+    fake_bank.agreements_of[own_psu_id] = [bankfake.agreement(company.upper(), "Havbruk Nord AS")]
+    fake_bank.accounts_of[own_psu_id] = [_account("Driftskonto")]
     state = _started(alice, alice_client, context="CORPORATE")
 
     response = alice_client.get(
@@ -226,7 +179,7 @@ def test_company_payments_are_visible_only_through_an_active_corporate_connectio
 
 
 def test_a_failure_link_changes_no_payment_spends_no_state_and_shows_none_of_its_text(
-    bank, alice, alice_client, monkeypatch
+    fake_bank, alice, alice_client, monkeypatch
 ):
     connection = BankConnectionFactory(user=alice)
     payment = PaymentFactory(user=alice, connection=connection)
@@ -287,9 +240,9 @@ def test_execution_dates_beyond_what_the_bank_accepts_are_refused_first():
     assert latest_execution_date(date(2028, 2, 29)) == date(2029, 2, 28)
 
 
-def test_an_upper_case_uuid_in_the_callback_is_read_as_the_same_uuid(bank, alice, alice_client):
+def test_an_upper_case_uuid_in_the_callback_is_read_as_the_same_uuid(fake_bank, alice, alice_client):
     psu_id = str(uuid.uuid4())
-    bank.accounts[psu_id] = [_account("Brukskonto")]
+    fake_bank.accounts_of[psu_id] = [_account("Brukskonto")]
     state = _started(alice, alice_client)
 
     response = alice_client.get(
@@ -298,4 +251,4 @@ def test_an_upper_case_uuid_in_the_callback_is_read_as_the_same_uuid(bank, alice
 
     assert response.status_code == 302
     assert BankConnection.objects.get(user=alice).psu_id == psu_id
-    assert connection_services.psu_bind(user=alice, psu_id=psu_id.upper()) is None  # the same identity
+    assert connection_sca.psu_bind(user=alice, psu_id=psu_id.upper()) is None  # the same identity

@@ -1,5 +1,5 @@
 """Fixtures of the staff tests (admin, audit log, dashboard): the two roles of the staff groups made by the
-migration, and a scripted bank the portal's real client talks to.
+migration, and the settings of the portal's real client talking to the fake bank with a seal of its own.
 
 Loaded for every test by ``pytest_plugins`` in tests/conftest.py. The sandbox bank's tests run from this tree too
 with their own settings (no django.contrib.auth, no portal apps): portal modules are imported inside the
@@ -15,7 +15,6 @@ import pytest
 from django.test import Client
 
 from devtools import pki
-from tests.xs2a.server import LocalBank
 
 #: A PSU-ID sent to the bank in these tests: it must never show on a staff page or in an export.
 PSU_ID = "7f9c2a4e-58b1-4c3d-9e0f-1a2b3c4d5e6f"
@@ -61,22 +60,15 @@ def support_client(support) -> Client:
 
 
 @pytest.fixture
-def scripted_bank():
-    """A bank on 127.0.0.1 answering what the test queued (tests/xs2a/server.py)."""
-    with LocalBank() as server:
-        yield server
-
-
-@pytest.fixture
-def scripted_bank_settings(settings, tmp_path, scripted_bank):
-    """The portal's real bank client (signing, audit into BankCall) pointed at the scripted bank."""
-    from tpp_portal import bank as portal_bank
+def own_seal_bank_settings(settings, tmp_path, fake_bank):
+    """The portal's real bank client (signing, audit into BankCall) with a TPP seal of the test's own (its key
+    behind a passphrase), talking to the fake bank (tests/bankfake.py)."""
+    from core import bank as portal_bank
 
     ca = pki.issue_ca()
     tpp = pki.issue_qseal(ca)
     (tmp_path / "tpp.pem").write_bytes(tpp.cert_pem())
     (tmp_path / "tpp.key").write_bytes(tpp.key_pem(b"key passphrase"))
-    settings.BANK_BASE_URL = scripted_bank.base_url
     settings.BANK_SIGNING_CERT = tmp_path / "tpp.pem"
     settings.BANK_SIGNING_KEY = tmp_path / "tpp.key"
     settings.BANK_SIGNING_KEY_PASSPHRASE = "key passphrase"
@@ -104,11 +96,11 @@ def bank_call(
     obj=None,
     error: str = "",
 ) -> Any:
-    """One audit row as tpp_portal.bank.record_bank_call writes it."""
+    """One audit row as core.bank.record_bank_call writes it."""
     from django.contrib.contenttypes.models import ContentType
     from django.utils import timezone
 
-    from tpp_portal.models import BankCall
+    from core.models import BankCall
 
     return BankCall.objects.create(
         started_at=started_at or timezone.now(),

@@ -12,10 +12,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from accounts.models import BalanceSnapshot
+from core.money import amount_plain
 from tests.accounts.test_account_pages import TransactionFactory
 from tests.bank_factories import BankAccountFactory
 from tests.payments.payment_factories import PaymentFactory
-from tpp_portal.money import amount_plain
 
 pytestmark = pytest.mark.django_db
 

@@ -11,14 +11,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from connections.models import BankConnection
+from core import bank as portal_bank
+from core.models import BankCall
 from staff.admin.bank_calls import bank_calls_url
 from staff.admin.helpers import csv_safe, masked
 from tests.bank_factories import BankConnectionFactory
+from tests.bankfake import Answer
 from tests.payments.payment_factories import PaymentFactory
 from tests.staff.fixtures import PSU_CORPORATE_ID, PSU_ID, bank_call
-from tests.xs2a.server import Answer
-from tpp_portal import bank as portal_bank
-from tpp_portal.models import BankCall
 from xs2a import errors
 from xs2a.psu import PsuContext
 
@@ -37,12 +37,12 @@ def page_text(response) -> str:
 
 
 def test_calls_made_through_the_client_are_listed_with_their_facts_and_no_identifier(
-    scripted_bank_settings, scripted_bank, operator, operator_client, alice
+    own_seal_bank_settings, fake_bank, operator, operator_client, alice
 ):
     connection = BankConnectionFactory(
         user=alice, context="CORPORATE", psu_id=PSU_ID, psu_corporate_id=PSU_CORPORATE_ID
     )
-    scripted_bank.add(
+    fake_bank.add(
         "GET",
         "/v1/accounts",
         Answer(
@@ -59,7 +59,7 @@ def test_calls_made_through_the_client_are_listed_with_their_facts_and_no_identi
     psu = PsuContext(psu_id=PSU_ID, corporate_id=PSU_CORPORATE_ID, context="CORPORATE", ip_address="198.51.100.7")
     with portal_bank.bank_audit_context(user=alice, obj=connection), pytest.raises(errors.ScaRequiredError):
         client.accounts.list(psu=psu)
-    (sent,) = scripted_bank.received
+    (sent,) = fake_bank.received
     call = BankCall.objects.get()
 
     listing = operator_client.get(reverse(CHANGELIST))

@@ -13,8 +13,8 @@ from django.contrib.admin.models import CHANGE, LogEntry
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts.ledger import reserve
 from accounts.models import BalanceSnapshot, RefreshKind, Transaction, TransactionStatus
-from accounts.refresh import reserve
 from connections.crypto import lookup_hash
 from connections.models import ConnectionEvent, ConnectionState
 from staff.admin.helpers import masked

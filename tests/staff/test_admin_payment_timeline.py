@@ -12,11 +12,11 @@ from django.contrib.contenttypes.models import ContentType
 from django.urls import reverse
 from django.utils import timezone
 
+from core.models import BankCall
 from payments.models import PaymentAuthorisation, PaymentEvent, PaymentEventKind, PaymentState
+from tests.bankfake import Answer
 from tests.payments.payment_factories import PaymentFactory, status_event
 from tests.staff.fixtures import PSU_ID
-from tests.xs2a.server import Answer
-from tpp_portal.models import BankCall
 
 pytestmark = pytest.mark.django_db
 
@@ -89,10 +89,10 @@ def test_the_page_shows_the_timeline_and_signatures_and_nothing_secret(support_c
 
 
 def test_an_operator_polls_the_status_now_and_the_call_is_audited(
-    scripted_bank_settings, scripted_bank, operator_client, operator, alice
+    own_seal_bank_settings, fake_bank, operator_client, operator, alice
 ):
     payment = PaymentFactory(user=alice, payment_id="pay-0001", state=PaymentState.AUTHORISING)
-    scripted_bank.add("GET", f"/v1/payments/{PRODUCT}/pay-0001/status", Answer(200, {"transactionStatus": "ACSC"}))
+    fake_bank.add("GET", f"/v1/payments/{PRODUCT}/pay-0001/status", Answer(200, {"transactionStatus": "ACSC"}))
 
     shown = poll(operator_client, payment)
 
@@ -106,9 +106,9 @@ def test_an_operator_polls_the_status_now_and_the_call_is_audited(
     assert (call.content_type, call.object_id) == (ContentType.objects.get_for_model(payment), str(payment.pk))
 
 
-def test_the_banks_error_text_is_shown(scripted_bank_settings, scripted_bank, operator_client, alice):
+def test_the_banks_error_text_is_shown(own_seal_bank_settings, fake_bank, operator_client, alice):
     payment = PaymentFactory(user=alice, payment_id="pay-0002", state=PaymentState.AWAITING_STATUS)
-    scripted_bank.add(
+    fake_bank.add(
         "GET",
         f"/v1/payments/{PRODUCT}/pay-0002/status",
         Answer(
@@ -124,19 +124,19 @@ def test_the_banks_error_text_is_shown(scripted_bank_settings, scripted_bank, op
     assert BankCall.objects.get().tpp_message_codes == ["RESOURCE_UNKNOWN"]
 
 
-def test_a_final_payment_is_not_polled(scripted_bank_settings, scripted_bank, operator_client, alice):
+def test_a_final_payment_is_not_polled(own_seal_bank_settings, fake_bank, operator_client, alice):
     payment = PaymentFactory(user=alice, state=PaymentState.FINAL, transaction_status="ACSC")
     ((level, message),) = poll(operator_client, payment)
     assert level == "success" and "nothing to check" in message.lower()
-    assert scripted_bank.received == []
+    assert fake_bank.received == []
 
 
-def test_support_can_read_but_not_poll_or_change(scripted_bank_settings, scripted_bank, support_client, alice):
+def test_support_can_read_but_not_poll_or_change(own_seal_bank_settings, fake_bank, support_client, alice):
     payment = PaymentFactory(user=alice, payment_id="pay-0003")
     listing = support_client.get(PAYMENTS).content.decode()
     assert "poll_status_now" not in listing
     support_client.post(PAYMENTS, {"action": "poll_status_now", "_selected_action": [payment.pk]})
-    assert scripted_bank.received == [] and not BankCall.objects.exists()
+    assert fake_bank.received == [] and not BankCall.objects.exists()
     change_url = reverse("admin:payments_payment_change", args=[payment.pk])
     assert support_client.post(change_url, {"creditor_name": "Someone else"}).status_code == 403
     assert support_client.get(reverse("admin:payments_payment_add")).status_code == 403

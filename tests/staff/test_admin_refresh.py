@@ -10,22 +10,14 @@ from django.contrib.admin.models import CHANGE, LogEntry
 from django.urls import reverse
 from django.utils import timezone
 
-from accounts import refresh
+from accounts import ledger
 from accounts.models import RefreshCall, RefreshKind, Transaction
 from tests.bank_factories import BankAccountFactory
-from tests.fake_bank import FakeBank, booked
+from tests.bankfake import booked
 
 pytestmark = pytest.mark.django_db
 
 ACCOUNTS = reverse("admin:accounts_bankaccount_changelist")
-
-
-@pytest.fixture
-def bank(monkeypatch):
-    fake = FakeBank()
-    monkeypatch.setattr(refresh, "bank_client", lambda: fake)
-    monkeypatch.setattr(refresh, "unattended_client", lambda: fake)
-    return fake
 
 
 @pytest.fixture
@@ -41,22 +33,24 @@ def run_refresh(client, *accounts):
     return [(m.level_tag, str(m)) for m in response.context["messages"]]
 
 
-def test_an_operator_refreshes_an_account_unattended_and_it_counts(bank, account, operator_client, operator):
-    bank.booked = [booked("T-1", "-250.00", timezone.now().date() - timedelta(days=1))]
+def test_an_operator_refreshes_an_account_unattended_and_it_counts(fake_bank, account, operator_client, operator):
+    fake_bank.booked = [booked("T-1", "-250.00", timezone.now().date() - timedelta(days=1))]
 
     shown = run_refresh(operator_client, account)
 
     assert shown == [("success", f"Bank account #{account.pk}: Balances and transactions refreshed.")]
     assert Transaction.objects.filter(account=account, transaction_id="T-1").exists()
-    assert bank.calls(present=True) == 0 and bank.calls(present=False) == 2  # no PSU-IP-Address: unattended
+    assert (
+        fake_bank.calls(present=True) == 0 and fake_bank.calls(present=False) == 2
+    )  # no PSU-IP-Address: unattended
     assert RefreshCall.objects.filter(account=account).count() == 2  # one of each kind, in the ledger
     entry = LogEntry.objects.get()
     assert (entry.user, entry.action_flag, entry.object_id) == (operator, CHANGE, str(account.pk))
 
 
-def test_the_banks_refusal_is_shown_with_its_text(bank, account, operator_client):
+def test_the_banks_refusal_is_shown_with_its_text(fake_bank, account, operator_client):
     # The bank already counted four unattended reads (say from another TPP installation): it answers 429.
-    bank.unattended[(account.resource_id, "balances")] = [bank.now()] * 4
+    fake_bank.unattended[(account.resource_id, "balances")] = [fake_bank.now()] * 4
 
     shown = run_refresh(operator_client, account)
 
@@ -68,25 +62,25 @@ def test_the_banks_refusal_is_shown_with_its_text(bank, account, operator_client
     assert not LogEntry.objects.exists()
 
 
-def test_a_spent_budget_is_refused_without_calling_the_bank(bank, account, operator_client):
+def test_a_spent_budget_is_refused_without_calling_the_bank(fake_bank, account, operator_client):
     now = timezone.now()
     for minutes in (4, 3, 2, 1):
-        refresh.reserve(account=account, kinds=(RefreshKind.BALANCES,), now=now - timedelta(minutes=minutes))
+        ledger.reserve(account=account, kinds=(RefreshKind.BALANCES,), now=now - timedelta(minutes=minutes))
 
     ((level, message),) = run_refresh(operator_client, account)
 
     assert level == "error" and "used up" in message
-    assert bank.requests == []
+    assert fake_bank.received == []
 
 
-def test_too_many_accounts_at_once_are_refused_before_any_call(bank, alice, operator_client):
+def test_too_many_accounts_at_once_are_refused_before_any_call(fake_bank, alice, operator_client):
     accounts = BankAccountFactory.create_batch(21, connection__user=alice)
     ((level, message),) = run_refresh(operator_client, *accounts)
     assert level == "error" and "at most 20" in message
-    assert bank.requests == []
+    assert fake_bank.received == []
 
 
-def test_support_cannot_refresh(bank, account, support_client):
+def test_support_cannot_refresh(fake_bank, account, support_client):
     assert "refresh_within_budget" not in support_client.get(ACCOUNTS).content.decode()
     support_client.post(ACCOUNTS, {"action": "refresh_within_budget", "_selected_action": [account.pk]})
-    assert bank.requests == [] and not RefreshCall.objects.exists()
+    assert fake_bank.received == [] and not RefreshCall.objects.exists()

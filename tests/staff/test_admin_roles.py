@@ -71,13 +71,13 @@ def one_of_each(user) -> None:
     """A row of every portal model, so that every column and field of every admin page is rendered."""
     from django.utils import timezone
 
+    from accounts.ledger import reserve
     from accounts.models import BalanceSnapshot, RefreshKind, Transaction
-    from accounts.refresh import reserve
     from connections.models import IdentityRefusal, PsuBinding, TppSession
+    from core.models import CertificateCheck
     from tests.bank_factories import BankAccountFactory, ScaStateFactory
     from tests.payments.payment_factories import PaymentFactory, status_event
     from tests.staff.fixtures import bank_call
-    from tpp_portal.models import CertificateCheck
     from users.models import StaffInvitation
 
     account = BankAccountFactory(connection__user=user)

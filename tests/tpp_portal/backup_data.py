@@ -33,7 +33,7 @@ def _values() -> dict[str, dict[str, str]]:
 def populate() -> dict[str, dict[str, str]]:
     from django.utils import timezone
 
-    from connections.services import tpp_session_for, tpp_session_sca_completed
+    from connections.sessions import tpp_session_for, tpp_session_sca_completed
     from tests.bank_factories import BankConnectionFactory, ScaStateFactory
     from tests.payments.payment_factories import PaymentFactory
 

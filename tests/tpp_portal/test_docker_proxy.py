@@ -177,7 +177,7 @@ def test_the_portal_reads_the_proxys_header_as_the_clients_address(proxy):
     program = (
         "import django, sys; django.setup()\n"
         "from django.test import RequestFactory\n"
-        "from tpp_portal.clientip import client_ip\n"
+        "from core.clientip import client_ip\n"
         "request = RequestFactory().get('/', REMOTE_ADDR='172.18.0.5', HTTP_X_FORWARDED_FOR=sys.argv[1])\n"
         "print(client_ip(request))\n"
     )

@@ -13,8 +13,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.cache import CacheHandler
 
+from core.tasks import ping
 from tpp_portal import settings as project
-from tpp_portal.tasks import ping
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,5 +63,5 @@ def test_a_real_worker_consumes_a_task_from_the_broker(tmp_path):
     expected_transport = "redis" if settings.REDIS_URL else "filesystem"
     assert expected_transport in output
     # The worker logs through the portal's LOGGING: the request-id field is there and secrets are redacted.
-    assert re.search(r"INFO tpp_portal\.tasks \[[^\]]+\] ping received token=\[redacted\]", output), output[-3000:]
+    assert re.search(r"INFO core\.tasks \[[^\]]+\] ping received token=\[redacted\]", output), output[-3000:]
     assert token not in output.replace(f"smoke-{token}", "")

@@ -1,4 +1,5 @@
-"""Helpers of the sign-in and sign-up tests: posting the pages as a browser would, and reading the mails."""
+"""Helpers of the sign-up tests: posting the pages as a browser would, and reading the mails (signing in:
+tests/signin.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,6 @@ from django.core import mail
 from django.urls import reverse
 
 GOOD_PASSWORD = "fjord-glacier-lantern-42"
-
-
-def sign_in(client, login, password, ip="192.0.2.10", query=""):
-    return client.post(reverse("account_login") + query, {"login": login, "password": password}, REMOTE_ADDR=ip)
 
 
 def sign_up(client, email="New.Person@Example.com", password1=GOOD_PASSWORD, password2=None, query="", **extra):

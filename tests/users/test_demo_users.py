@@ -15,7 +15,7 @@ from django.test import Client
 from django.urls import reverse
 
 from tests.second_factor import totp_code
-from tests.users.helpers import sign_in
+from tests.signin import sign_in
 
 pytestmark = [pytest.mark.django_db, pytest.mark.real_second_factor]
 

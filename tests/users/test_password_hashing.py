@@ -4,7 +4,7 @@ older hasher, or of Argon2 with Django's heavier defaults, still signs in and is
 import pytest
 from django.contrib.auth.hashers import Argon2PasswordHasher, get_hasher, make_password
 
-from tests.users.helpers import sign_in
+from tests.signin import sign_in
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "an-old-and-long-password-1"

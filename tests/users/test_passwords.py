@@ -9,7 +9,7 @@ from django.contrib.auth.tokens import PasswordResetTokenGenerator
 from django.core import mail
 from django.urls import reverse
 
-from tests.users.helpers import sign_in
+from tests.signin import sign_in
 
 pytestmark = pytest.mark.django_db
 NEW_PASSWORD = "granite-harbour-kettle-77"

@@ -6,10 +6,18 @@ import pytest
 from django.urls import reverse
 from django.utils import translation
 
-from tests.users.helpers import ratelimit_clock, sign_in
+from tests.signin import LOGIN_FIELD, PASSWORD_FIELD, SIGN_IN_PATH, sign_in
+from tests.users.helpers import ratelimit_clock
 
 pytestmark = pytest.mark.django_db
 LOGIN = reverse("account_login")
+
+
+def test_the_tests_sign_in_names_the_page_and_fields_the_portal_has(client):
+    """tests/signin.py's address and fields (every transport's sign-in uses them) are the portal's."""
+    assert SIGN_IN_PATH == LOGIN
+    form = client.get(LOGIN).content.decode()
+    assert f'name="{LOGIN_FIELD}"' in form and f'name="{PASSWORD_FIELD}"' in form
 
 
 def test_sign_in_with_the_e_mail_address_in_any_letter_case_follows_next(client, alice, password):
@@ -17,6 +25,30 @@ def test_sign_in_with_the_e_mail_address_in_any_letter_case_follows_next(client,
     assert response.status_code == 302
     assert response["Location"] == "/account/"
     assert client.session["_auth_user_id"] == str(alice.pk)
+
+
+def test_a_customer_without_next_lands_where_customers_always_have(client, alice, password):
+    response = sign_in(client, alice.email, password)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("home")
+
+
+def test_staff_without_next_land_on_the_staff_dashboard(client, support, password):
+    response = sign_in(client, support.email, password)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("staff-dashboard")
+    assert client.get(response["Location"]).status_code == 200
+
+
+def test_staff_who_may_not_read_the_dashboard_land_on_the_admin(client, charlie, password):
+    response = sign_in(client, charlie.email, password)
+    assert response["Location"] == reverse("admin:index")
+    assert client.get(response["Location"]).status_code == 200
+
+
+def test_staff_with_next_follow_it(client, support, password):
+    response = sign_in(client, support.email, password, query="?next=/admin/payments/payment/")
+    assert response["Location"] == "/admin/payments/payment/"
 
 
 def test_a_username_signs_in_too(client, django_user_model):

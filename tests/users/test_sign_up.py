@@ -12,7 +12,8 @@ from django.core import mail
 from django.urls import reverse
 
 from tests.factories import UserFactory
-from tests.users.helpers import GOOD_PASSWORD, code_in, confirm, mails_to, ratelimit_clock, sign_in, sign_up
+from tests.signin import sign_in
+from tests.users.helpers import GOOD_PASSWORD, code_in, confirm, mails_to, ratelimit_clock, sign_up
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()

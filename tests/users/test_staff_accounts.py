@@ -14,7 +14,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from tests.users.helpers import GOOD_PASSWORD, sign_in
+from tests.signin import sign_in
+from tests.users.helpers import GOOD_PASSWORD
 from users.security import SECOND_FACTOR_KEY
 
 pytestmark = [pytest.mark.django_db, pytest.mark.real_second_factor]
@@ -45,10 +46,6 @@ def post_add_form(client, **values):
     return client.post(ADD, data)
 
 
-def sign_in_following(client: Client, login: str, password: str):
-    return client.post(reverse("account_login"), {"login": login, "password": password}, follow=True)
-
-
 def test_the_add_form_asks_for_an_e_mail_address(admin_client_, django_user_model):
     assert {"username", "email", "password1", "password2"} <= set(add_form_fields(admin_client_))
     refused = post_add_form(admin_client_, username="nomail", password1=GOOD_PASSWORD, password2=GOOD_PASSWORD)
@@ -74,7 +71,7 @@ def test_a_staff_user_made_in_the_add_form_signs_in_without_a_loop(admin_client_
 
     for login in ("newstaff", "new.staff@example.com"):
         browser = Client()
-        answer = sign_in_following(browser, login, GOOD_PASSWORD)
+        answer = sign_in(browser, login, GOOD_PASSWORD, follow=True)
         visited = [url for url, _status in answer.redirect_chain]
         assert answer.status_code == 200, visited
         assert reverse("account_email_verification_sent") not in visited

@@ -17,7 +17,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.factories import DEFAULT_PASSWORD
-from tests.users.helpers import mails_to, sign_in
+from tests.signin import sign_in
+from tests.users.helpers import mails_to
 from users.models import StaffInvitation
 from users.security import SECOND_FACTOR_KEY
 from users.services import staff_invitation_create
@@ -161,7 +162,10 @@ def test_a_recovery_code_signs_in_instead_of_the_app(client, staff, password, dj
     codes = Authenticator.objects.get(user=staff, type=Authenticator.Type.RECOVERY_CODES).wrap().get_unused_codes()
     client.post(reverse("account_logout"))
     sign_in(client, staff.email, password)
-    assert client.post(reverse("mfa_authenticate"), {"code": codes[0]})["Location"] == reverse("home")
+    # No ``next``: staff land on the staff dashboard (users.adapter), after the second factor as after a password.
+    landing = client.post(reverse("mfa_authenticate"), {"code": codes[0]})["Location"]
+    assert landing == reverse("staff-dashboard")
+    assert client.get(landing).status_code == 200
     assert client.get("/admin/").status_code == 200
 
 

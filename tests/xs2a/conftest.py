@@ -66,6 +66,7 @@ class Sleeps(list):
         self.append(seconds)
 
 
+# A `bank` fixture of its own (not tests/bankfake.py): a real HTTP server, for the client's wire tests.
 @pytest.fixture
 def bank():
     with LocalBank() as server:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import uuid
@@ -11,10 +12,13 @@ from decimal import Decimal
 
 import pytest
 
-from tests.xs2a.server import Answer, LocalBank, Received, check_signature
+from tests.bankfake import Answer, Received, check_signature
+from tests.xs2a.server import LocalBank
 from xs2a import errors, models, signing
 from xs2a.client import DEFAULT_ACCEPT_FIX
+from xs2a.core import encode_json
 from xs2a.psu import PsuContext
+from xs2a.services.payments import initiation_bytes
 
 PSU_ID = "5d1c3f53-0c3e-4c34-9b1b-5f5a8ac7c2a1"
 PRESENT = PsuContext(psu_id=PSU_ID, ip_address="198.51.100.7", user_agent="Firefox/140")
@@ -131,6 +135,49 @@ def test_payment_initiation_needs_a_present_and_identified_psu(bank, client):
     with pytest.raises(ValueError, match="unknown payment product"):
         client.payments.initiate(_payment(), psu=PRESENT, product="sepa-credit-transfers")
     assert bank.received == []
+
+
+def test_the_bytes_of_a_typed_payment_are_sent_as_they_are(bank, client):
+    """The portal keeps initiation_bytes of its typed body and sends those bytes, the first time and again."""
+    path = "/v1/payments/norwegian-domestic-credit-transfers"
+    bank.add("POST", path, Answer(201, CREATED))
+    bank.add("POST", path, Answer(201, CREATED))
+    payment = dataclasses.replace(
+        _payment(),
+        remittance_information_structured_array=[models.StructuredRemittance("12345678903", "KID")],
+    )
+    raw = initiation_bytes(payment)
+
+    client.payments.initiate(raw, psu=PRESENT, product="norwegian-domestic-credit-transfers")
+    client.payments.initiate(payment, psu=PRESENT, product="norwegian-domestic-credit-transfers")
+
+    by_bytes, by_record = bank.received
+    assert by_bytes.body == raw == by_record.body == encode_json(payment.to_json())
+    body = json.loads(raw)
+    assert list(body)[6:8] == ["remittanceInformationUnstructured", "remittanceInformationStructuredArray"]
+    assert body["remittanceInformationStructuredArray"] == [{"reference": "12345678903", "referenceType": "KID"}]
+    assert models.PaymentInitiation.from_json(body) == payment  # read back, the same record
+
+
+def test_bytes_that_are_not_a_json_object_are_not_sent(bank, client):
+    for raw in (b"", b"[1]", b"{", "{}".encode("utf-16")):
+        with pytest.raises(errors.InvalidRequestError):
+            client.payments.initiate(raw, psu=PRESENT)
+    assert bank.received == []
+
+
+def test_an_unreadable_structured_remittance_is_kept_raw_not_refused():
+    payment = models.PaymentInitiation.from_json(
+        {
+            "instructedAmount": {"amount": "1.00", "currency": "NOK"},
+            "creditorName": "Fjordkraft AS",
+            "creditorAccount": {"bban": "15030000002"},
+            "debtorAccount": {"bban": "12345678903"},
+            "remittanceInformationStructuredArray": [{"referenceType": "KID"}],
+        }
+    )
+    assert payment.remittance_information_structured_array == []
+    assert payment.unread == {"remittanceInformationStructuredArray": [{"referenceType": "KID"}]}
 
 
 def test_single_sca_payment_with_x_psu_identity_and_domestic_product(bank, client):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.xs2a.server import Answer, check_signature
+from tests.bankfake import Answer, check_signature
 from xs2a import errors
 from xs2a.psu import PsuContext
 

@@ -25,7 +25,8 @@ import pytest
 import requests
 
 from devtools import pki
-from tests.xs2a.server import Answer, LocalBank
+from tests.bankfake import Answer
+from tests.xs2a.server import LocalBank
 from xs2a import errors, models
 from xs2a.client import ClientConfig, Xs2aClient
 from xs2a.psu import PsuContext

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.xs2a.server import Answer
+from tests.bankfake import Answer
 from xs2a import errors
 from xs2a.psu import PsuContext
 

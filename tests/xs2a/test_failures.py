@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.xs2a.server import Answer
+from tests.bankfake import Answer
 from xs2a import errors, models
 from xs2a.client import ClientConfig, RetryPolicy
 from xs2a.links import BaseUrl
@@ -141,7 +141,9 @@ BROKEN = {
     "truncated-body": b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{}",
     "bad-chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
     "two-lengths": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
-    "bad-gzip": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\n\r\n{}",
+    # Well framed, so it says that the bank closes the connection (as RawBank does): the pool must not hand the
+    # closed connection to the next request, whose failure would then depend on how soon the close is seen.
+    "bad-gzip": b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
 }
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.xs2a.server import Answer, LocalBank
+from tests.bankfake import Answer
+from tests.xs2a.server import LocalBank
 from xs2a import errors, models
 from xs2a.links import BaseUrl
 from xs2a.psu import PsuContext

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.xs2a.server import Answer
+from tests.bankfake import Answer
 from xs2a import errors, models
 from xs2a.psu import PsuContext
 

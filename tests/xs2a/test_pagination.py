@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.xs2a.server import Answer
+from tests.bankfake import Answer
 from xs2a import errors, models
 from xs2a.psu import PsuContext
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from tests.xs2a.server import Answer
+from tests.bankfake import Answer
 from xs2a.credentials import CredentialError, load_certificate, load_private_key
 from xs2a.errors import LinkError
 from xs2a.links import BaseUrl, path_from_template, quote_id, template_for
@@ -99,8 +100,9 @@ def test_an_encrypted_pkcs8_key_loads_with_its_passphrase(test_pki, tmp_path, mo
     assert b"ENCRYPTED PRIVATE KEY" in path.read_bytes()
     key = load_private_key(path, "correct horse")
     assert key.private_numbers() == test_pki.tpp.key.private_numbers()
+    assert load_private_key(path, b"correct horse").key_size == 2048
+    # The library reads no environment: the portal's settings pass the passphrase (core.bank.client_config).
     monkeypatch.setenv("BANK_SIGNING_KEY_PASSPHRASE", "correct horse")
-    assert load_private_key(path, passphrase_env="BANK_SIGNING_KEY_PASSPHRASE").key_size == 2048
 
     with pytest.raises(CredentialError, match="passphrase is wrong") as caught:
         load_private_key(path, "wrong horse")
@@ -141,3 +143,13 @@ def test_the_tpp_session_id_travels_with_the_psu_and_is_made_for_sca_starts(bank
     assert uuid.UUID(first_start.headers["tpp-session-id"])
     assert started.tpp_session_id == first_start.headers["tpp-session-id"]
     assert second_start.headers["tpp-session-id"] == again.tpp_session_id == "portal-session-1"
+
+
+def test_the_library_reads_no_environment():
+    """xs2a is configured only by what its caller passes (ClientConfig, a passphrase): the portal's settings read
+    the environment, through one strict reader."""
+    root = Path(__file__).resolve().parents[2] / "xs2a"
+    for source in root.rglob("*.py"):
+        text = source.read_text(encoding="utf-8")
+        for needle in ("os.environ", "getenv", "environ.get", "from os import environ"):
+            assert needle not in text, f"{source.relative_to(root.parent)} reads the environment ({needle})"

@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.xs2a.server import signed_answer
+from tests.bankfake import signed_answer
 from xs2a import errors, signing
 
 USERS = {"_links": {}}

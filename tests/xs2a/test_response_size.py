@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.xs2a.server import Answer
+from tests.bankfake import Answer
 from xs2a import errors
 from xs2a.client import DEFAULT_MAX_RESPONSE_BYTES, ClientConfig
 

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from devtools.pki import CountingKey
-from tests.xs2a.server import Answer, check_signature
+from tests.bankfake import Answer, check_signature
 from xs2a import errors, models
 from xs2a.client import RetryPolicy
 from xs2a.psu import PsuContext

@@ -337,7 +337,7 @@ def _certificate_issued_by(issuer: x509.Name, key, serial: int) -> x509.Certific
 def test_the_client_writes_an_escaped_issuer_as_a_quoted_string(
     make_client, bank, test_pki, organisation, in_rfc2253, in_header
 ):
-    from tests.xs2a.server import Answer, check_signature
+    from tests.bankfake import Answer, check_signature
 
     issuer = x509.Name(
         [
@@ -378,7 +378,7 @@ CORPORATE_ID = "0b4f9f5e-8d55-4ad4-9d2f-9f0d8a3f8f10"
 
 
 def test_signed_headers_of_a_get_without_and_with_psu_headers(bank, client, test_pki):
-    from tests.xs2a.server import Answer, check_signature
+    from tests.bankfake import Answer, check_signature
     from xs2a.psu import PsuContext
 
     bank.add("GET", "/v1/sandbox/customers", Answer(200, []))
@@ -415,7 +415,7 @@ def test_signed_headers_of_a_get_without_and_with_psu_headers(bank, client, test
 
 
 def test_signed_headers_of_a_post_with_a_body(bank, client, test_pki):
-    from tests.xs2a.server import Answer, check_signature
+    from tests.bankfake import Answer, check_signature
     from xs2a.psu import PsuContext
 
     bank.add("POST", "/v1/bank-offered-consents", Answer(201, {"_links": {}}))

@@ -8,7 +8,8 @@ import urllib.request
 import pytest
 
 from devtools import pki
-from tests.xs2a.server import Answer, LocalBank
+from tests.bankfake import Answer
+from tests.xs2a.server import LocalBank
 from xs2a import errors
 
 OK = Answer(200, {"_links": {}})

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from xs2a import models
+from xs2a.core import encode_json
 from xs2a.errors import InvalidRequestError
 from xs2a.links import path_from_template
 from xs2a.psu import PsuContext
 from xs2a.services.base import Service, sca_headers, text_bool, with_changes
 
-__all__ = ["CROSS_BORDER", "DOMESTIC", "PRODUCTS", "PaymentsService"]
+__all__ = ["CROSS_BORDER", "DOMESTIC", "PRODUCTS", "PaymentsService", "initiation_bytes"]
 
 CROSS_BORDER = "norwegian-cross-border-credit-transfers"
 DOMESTIC = "norwegian-domestic-credit-transfers"
 PRODUCTS = (CROSS_BORDER, DOMESTIC)
+
+
+def initiation_bytes(payment: models.PaymentInitiation) -> bytes:
+    """The exact bytes ``initiate`` sends for ``payment`` (compact UTF-8 JSON, characters as themselves).
+
+    Keep them to send the very same request again: ``initiate`` sends bytes as they are."""
+    return encode_json(payment.to_json())
 
 
 class PaymentsService(Service):
@@ -24,7 +33,7 @@ class PaymentsService(Service):
 
     def initiate(
         self,
-        payment: models.PaymentInitiation | Mapping[str, Any],
+        payment: models.PaymentInitiation | Mapping[str, Any] | bytes,
         *,
         psu: PsuContext,
         product: str = CROSS_BORDER,
@@ -42,6 +51,9 @@ class PaymentsService(Service):
         A TPP-Session-ID is made when none is given; the response carries it and the X-Request-ID.
         ``redirect_uri``: the TPP-Redirect-URI of an SCA the bank may start with the initiation (else the
         client's).
+
+        ``payment``: the typed body, a JSON object, or the bytes ``initiation_bytes`` made of a typed body
+        (sent as they are, so a request sent again after a lost answer is the same byte for byte).
         """
         if product not in PRODUCTS:
             raise InvalidRequestError(
@@ -51,7 +63,7 @@ class PaymentsService(Service):
             raise InvalidRequestError("payment initiation needs the PSU present: PsuContext.ip_address (spec 4.1)")
         if not (psu.psu_id or psu.identity):
             raise InvalidRequestError("payment initiation needs PSU-ID or X-PSU-IDENTITY (spec 4.1)")
-        body = payment.to_json() if isinstance(payment, models.PaymentInitiation) else dict(payment)
+        body, raw = _initiation_body(payment)
         tpp_session_id = tpp_session_id or psu.tpp_session_id or str(uuid.uuid4())
         request_id = request_id or str(uuid.uuid4())
         query = {}
@@ -63,6 +75,7 @@ class PaymentsService(Service):
             reader=models.PaymentInitiationResponse.from_json,
             query=query,
             json_body=body,
+            body=raw,
             psu=psu,
             request_id=request_id,
             tpp_session_id=tpp_session_id,
@@ -154,6 +167,23 @@ class PaymentsService(Service):
             psu=psu,
             **_target(href, product, payment_id, ""),
         )
+
+
+def _initiation_body(
+    payment: models.PaymentInitiation | Mapping[str, Any] | bytes,
+) -> tuple[dict[str, Any] | None, bytes | None]:
+    """(json_body, body) for the request: bytes go as they are, once they are seen to be a JSON object."""
+    if isinstance(payment, bytes):
+        try:
+            parsed = json.loads(payment.decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError and JSONDecodeError are both ValueErrors
+            raise InvalidRequestError("the payment's bytes are not UTF-8 JSON") from None
+        if not isinstance(parsed, dict):
+            raise InvalidRequestError("the payment's bytes are not a JSON object")
+        return None, payment
+    if isinstance(payment, models.PaymentInitiation):
+        return payment.to_json(), None
+    return dict(payment), None
 
 
 def _target(href: str | None, product: str, payment_id: str | None, suffix: str) -> dict[str, str]:

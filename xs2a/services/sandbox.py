@@ -19,7 +19,7 @@ def _customers(data: Any) -> list[models.SandboxCustomer]:
 
 class SandboxService(Service):
     """``client.sandbox``: customers, accounts, agreements, mock transactions, initialisation (spec 4.2, 4.3;
-    facts.md section 1), the business clock and the payment batches."""
+    docs/bank-interface.md, reference 1), the business clock and the payment batches."""
 
     def clock(self) -> models.SandboxClock:
         """GET /v1/sandbox/clock: the bank's business time and its offset from the real clock."""

@@ -9,7 +9,7 @@ from bank_simulator.models import Customer, Transaction
 
 
 class Command(BaseCommand):
-    help = "Reset the sandbox bank to the known state of facts.md section 1 (4 customers, accounts, history)."
+    help = "Reset the sandbox bank to its known state (docs/bank-interface.md, reference 1: 4 customers)."
 
     def add_arguments(self, parser):
         parser.add_argument("--if-empty", action="store_true", help="do nothing when customers exist already")
