@@ -6,8 +6,9 @@ temporary SQLite database) on a free loopback port, sets the portal's Django up 
 database (PostgreSQL when DATABASE_URL names a server, else SQLite), gets a PSU-ID for Private Customer 1 through
 the bank's SCA screens, then for each of two polling policies:
 
-- portal: ``payments.services.polling`` as configured (a read right after approval, then shortly after each of the
-  bank's batches, overnight at least every six hours);
+- portal: ``payments.services.polling`` told the bank's batch times, as ``make run`` tells it (BANK_BATCH_TIMES,
+  the same BATCH_TIMES the bank is started with): a read right after approval, then shortly after each of the
+  bank's batches, overnight at least every six hours;
 - baseline: the same code with a fixed five-minute interval (no batch schedule), what a plain poller does;
 
 it initiates PAYMENTS payments through ``payments.services.payment_submit`` (a few of them larger than the
@@ -32,6 +33,7 @@ import re
 import tempfile
 import time
 from datetime import datetime, timedelta
+from datetime import time as dt_time
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urljoin
@@ -50,6 +52,8 @@ PAYMENTS = 12
 SHORT_OF_FUNDS = 2  # of them: more than the account holds
 GOAL = 2.0  # status calls per status change, on average
 BASELINE_INTERVAL = timedelta(minutes=5)
+#: The bank's batch times (the sandbox bank's default), told to both the bank and the portal as `make run` does.
+BATCH_TIMES = ("05:00", "08:00", "11:00", "13:00", "15:00")
 MAX_STEPS = 2000
 EXPECTED_PATHS = ({"RCVD", "PDNG", "ACSP", "ACSC"}, {"RCVD", "PDNG", "ACCP", "RJCT"})
 STATUS_TEMPLATE = "/v1/payments/{product}/{payment_id}/status"
@@ -163,10 +167,16 @@ def main() -> None:
     presence = PsuContext(ip_address="198.51.100.7", user_agent="bench", http_method="POST")
     with tempfile.TemporaryDirectory(prefix="bench-pay-status-") as tmp:
         (Path(tmp) / "bank").mkdir()
-        with running_bank(Path(tmp) / "bank") as bank, portal_database(Path(tmp)) as database_url:
+        bank_settings = {"BANK_SIM_BATCH_TIMES": ",".join(BATCH_TIMES)}
+        with (
+            running_bank(Path(tmp) / "bank", settings=bank_settings) as bank,
+            portal_database(Path(tmp)) as database_url,
+        ):
             setup_portal(database_url, bank.base_url)
             logging.disable(logging.WARNING)
             from django.conf import settings
+
+            settings.BANK_BATCH_TIMES = tuple(dt_time.fromisoformat(value) for value in BATCH_TIMES)
             from django.contrib.auth import get_user_model
 
             from connections.crypto import lookup_hash
