@@ -124,12 +124,23 @@ def _counterparty_account(rng: random.Random, name: str) -> tuple[str, str]:
 class _Day:
     """Collects one account's items of one day."""
 
-    def __init__(self, seed: str, resource_id: str, day: dt.date, currency: str) -> None:
+    def __init__(
+        self,
+        seed: str,
+        resource_id: str,
+        day: dt.date,
+        currency: str,
+        *,
+        balance: Decimal = Decimal("0"),
+        opening: Decimal = Decimal("0"),
+    ) -> None:
         self.rng = random.Random(f"{seed}|{resource_id}|{day.isoformat()}")  # noqa: S311 - test data, not crypto
         self.seed = seed
         self.resource_id = resource_id
         self.day = day
         self.currency = currency
+        self.balance = balance  # the account's booked balance before this day
+        self.opening = opening  # its balance at the start of the history
         self.items: list[GeneratedTransaction] = []
 
     def add(self, amount: Decimal, name: str, text: str, code: str, **extra: object) -> None:
@@ -343,6 +354,9 @@ def _corporate_tax(d: _Day, *, employees: int, operating_iban: str) -> None:
         )
 
 
+#: The EUR account's monthly sweep to NOK moves whole multiples of this.
+SWEEP_STEP = Decimal("10000.00")
+
 FOREIGN_BUYERS = [
     ("Mowi Deutschland GmbH", "DE89370400440532013000"),
     ("Seafood Trading BV", "NL91ABNA0417164300"),
@@ -375,8 +389,10 @@ def _corporate_currency(d: _Day, *, operating_iban: str) -> None:
             counterparty_iban=iban,
             end_to_end_id=f"E2E{day:%Y%m%d}{rng.randrange(10**6):06d}",
         )
-    if _is_payday(day, 28):
-        d.add(-Decimal("150000.00"), "Driftskonto", "Veksling til NOK", "R_610", counterparty_iban=operating_iban)
+    if _is_payday(day, 28):  # what came in above the opening balance goes to NOK, in whole 10 000s
+        sweep = (d.balance - d.opening) // SWEEP_STEP * SWEEP_STEP
+        if sweep > 0:
+            d.add(-sweep, "Driftskonto", "Veksling til NOK", "R_610", counterparty_iban=operating_iban)
 
 
 PROFILES = {
@@ -390,16 +406,26 @@ PROFILES = {
 
 
 def generate(
-    *, seed: str, resource_id: str, currency: str, profile: str, today: dt.date, **options: object
+    *,
+    seed: str,
+    resource_id: str,
+    currency: str,
+    profile: str,
+    today: dt.date,
+    opening: Decimal = Decimal("0"),
+    **options: object,
 ) -> list[GeneratedTransaction]:
-    """Booked items of the last year and pending card reservations of the last days, oldest first."""
+    """Booked items of the last year and pending card reservations of the last days, oldest first. ``opening``:
+    the booked balance a year ago (a profile may follow the balance, as the EUR account's sweep does)."""
     build = PROFILES[profile]
     items: list[GeneratedTransaction] = []
+    balance = opening
     for back in range(HISTORY_DAYS, 0, -1):
         day = today - dt.timedelta(days=back)
-        d = _Day(seed, resource_id, day, currency)
+        d = _Day(seed, resource_id, day, currency, balance=balance, opening=opening)
         build(d, **options)
         items.extend(d.items)
+        balance += sum((item.amount for item in d.items), Decimal("0"))
     if profile in {"private_main", "private_card"}:
         for back in range(PENDING_DAYS - 1, -1, -1):
             day = today - dt.timedelta(days=back)

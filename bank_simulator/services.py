@@ -335,6 +335,7 @@ def sandbox_initialize(*, now: dt.datetime, seed: str | None = None) -> list[Cus
                     currency=account.currency,
                     profile=known.profile,
                     today=today,
+                    opening=known.opening,
                     **options,
                 )
                 _store_history(account, items, opening=known.opening)
