@@ -90,6 +90,9 @@ if PRODUCTION and not PORTAL_BASE_URL.startswith("https://"):
 CSRF_TRUSTED_ORIGINS = [PORTAL_BASE_URL]
 
 INSTALLED_APPS = [
+    # First: a management command of an app listed earlier wins, and core's runserver (its banner in UTC) must win
+    # over whitenoise's, which it extends.
+    "core",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -104,7 +107,6 @@ INSTALLED_APPS = [
     "allauth",
     "allauth.account",
     "allauth.mfa",
-    "core",
     "users",
     "connections",
     "accounts",
