@@ -105,6 +105,16 @@ def accounts_overview_with_budgets(*, user: Any, now: datetime | None = None) ->
     return accounts
 
 
+def balances_at_a_glance(*, user: Any) -> list[BankAccount]:
+    """The home page's balances: the accounts overview (``accounts_overview``) with each account's one headline
+    balance on ``account.headline``, without the refresh budgets: two queries, whatever the number of
+    accounts."""
+    accounts = list(accounts_overview(user=user))
+    for account in accounts:
+        account.headline = headline_balance(balances=account.latest_balances, currency=account.currency)
+    return accounts
+
+
 def account_for(*, user: Any, pk: Any) -> BankAccount:
     """One of the user's consented accounts on a live connection (404 for anyone else's)."""
     return get_owned_or_404(
