@@ -265,6 +265,7 @@ result = {"state": connection.state, "until": connection.consent_valid_until.iso
     assert after["state"] == "active" and after["accounts"] == 1, after
     renewed = datetime.fromisoformat(after["until"]) - datetime.fromisoformat(before["until"])
     assert renewed > timedelta(0)  # a fresh 180 days from the new SCA
+    page.goto(f"{product.portal_url}/bank/connections/")
     card = page.locator(f"#connection-{before['pk']}")
     assert card.locator(".badge").inner_text() == "Connected"
     assert card.locator(".message-warning").count() == 0
