@@ -26,15 +26,18 @@ from core.money import minor_units
 from users.security import get_owned_or_404
 
 
-def accounts_overview(*, user: Any) -> QuerySet[BankAccount]:
-    """The accounts overview: every consented account of the user's live connections with the balances of its
-    latest fetch (a constant number of queries, whatever the number of accounts)."""
+def accounts_overview(*, user: Any, connection_id: int | None = None) -> QuerySet[BankAccount]:
+    """The accounts overview: every consented account of the user's live connections (of the connection
+    ``connection_id`` only, when given) with the balances of its latest fetch (a constant number of queries,
+    whatever the number of accounts)."""
     latest = BalanceSnapshot.objects.filter(fetched_at=F("account__balances_refreshed_at")).order_by(
         "balance_type"
     )
+    accounts = BankAccount.objects.filter(connection__user=user, consented=True)
+    if connection_id is not None:
+        accounts = accounts.filter(connection_id=connection_id)
     return (
-        BankAccount.objects.filter(connection__user=user, consented=True)
-        .exclude(connection__state=ConnectionState.DISCONNECTED)
+        accounts.exclude(connection__state=ConnectionState.DISCONNECTED)
         .select_related("connection")
         .prefetch_related(Prefetch("balance_snapshots", queryset=latest, to_attr="latest_balances"))
         .order_by("connection__created_at", "connection_id", "kind", "name", "pk")
@@ -93,14 +96,26 @@ def headline_balance(*, balances: list[BalanceSnapshot], currency: str = "") -> 
     return HeadlineBalance(balance=chosen, explanation=str(explanation), others=len(balances) - 1)
 
 
-def accounts_overview_with_budgets(*, user: Any, now: datetime | None = None) -> list[BankAccount]:
+def accounts_overview_with_budgets(
+    *, user: Any, now: datetime | None = None, connection_id: int | None = None
+) -> list[BankAccount]:
     """The accounts overview (``accounts_overview``) with each account's unattended-refresh budget on
     ``account.refresh_budget`` and its one headline balance on ``account.headline`` (``headline_balance``):
     four queries, whatever the number of accounts."""
-    accounts = list(accounts_overview(user=user))
+    accounts = list(accounts_overview(user=user, connection_id=connection_id))
     budgets = refresh_budgets(account_ids=[a.pk for a in accounts], now=now)
     for account in accounts:
         account.refresh_budget = budgets.get(account.pk)
+        account.headline = headline_balance(balances=account.latest_balances, currency=account.currency)
+    return accounts
+
+
+def balances_at_a_glance(*, user: Any) -> list[BankAccount]:
+    """The home page's balances: the accounts overview (``accounts_overview``) with each account's one headline
+    balance on ``account.headline``, without the refresh budgets: two queries, whatever the number of
+    accounts."""
+    accounts = list(accounts_overview(user=user))
+    for account in accounts:
         account.headline = headline_balance(balances=account.latest_balances, currency=account.currency)
     return accounts
 

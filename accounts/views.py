@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from django.contrib import messages
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -18,6 +18,7 @@ from accounts import ledger, refresh, selectors, services, transaction_facts, tr
 from accounts.forms import TransactionFilterForm
 from accounts.models import UNATTENDED_CALLS_PER_DAY, TransactionStatus
 from connections.psu import psu_presence
+from connections.selectors import connection_for
 from connections.views import report
 from users.security import sensitive_page
 
@@ -30,11 +31,21 @@ PAGER_PARAMETERS = ("after", "before")
 @sensitive_page
 @require_GET
 def accounts_overview(request):
-    accounts = selectors.accounts_overview_with_budgets(user=request.user)
+    """Every account, or with ``?connection=<pk>`` those of one of the user's connections (where a new
+    connection lands; another user's connection is a 404)."""
+    connection = None
+    wanted = request.GET.get("connection", "")
+    if wanted:
+        if not wanted.isascii() or not wanted.isdigit() or len(wanted) > 18:
+            raise Http404("no such connection")
+        connection = connection_for(user=request.user, pk=int(wanted))
+    accounts = selectors.accounts_overview_with_budgets(
+        user=request.user, connection_id=connection.pk if connection else None
+    )
     return render(
         request,
         "accounts/accounts_overview.html",
-        {"accounts": accounts, "unattended_limit": UNATTENDED_CALLS_PER_DAY},
+        {"accounts": accounts, "connection": connection, "unattended_limit": UNATTENDED_CALLS_PER_DAY},
     )
 
 

@@ -339,7 +339,8 @@ def sandbox_initialize(*, now: dt.datetime, seed: str | None = None) -> list[Cus
                     **options,
                 )
                 _store_history(account, items, opening=known.opening)
-        # Both private customers may also act for the first company (corporate context in SCA screens).
+        # Each private customer may also act for one company (corporate context in SCA screens): the first for the
+        # first company, the second for the second (whose payments need two signatures).
         first_company = Agreement.objects.get(owner=customers[2], context=AgreementContext.CORPORATE)
         first_company.users.add(customers[0])
         second_company = Agreement.objects.get(owner=customers[3], context=AgreementContext.CORPORATE)

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime, timedelta
 from typing import Any
 
-from connections.models import BankConnection, ConnectionState, PsuContextChoice
+from django.utils import timezone
+
+from connections.models import (
+    CONSENT_REMINDER_DAYS,
+    BankConnection,
+    ConnectionAccess,
+    ConnectionState,
+    PsuContextChoice,
+)
 from core.bank import bank_audit_context, bank_client
 from users.security import get_owned_or_404
 from xs2a import models as bank_models
@@ -24,6 +33,57 @@ def connections_for(*, user: Any) -> list[BankConnection]:
     for connection in connections:
         connection.consented_accounts = [a for a in connection.accounts.all() if a.consented]
     return connections
+
+
+class ConnectionNeed:
+    """Why a connection needs its user (the home page puts these first)."""
+
+    RECONNECT = "reconnect"  # the bank refused the consent, or asks for it again
+    EXPIRED = "expired"  # the consent's end has passed
+    EXPIRING = "expiring"  # the consent ends within the reminders' horizon (CONSENT_REMINDER_DAYS)
+
+
+@dataclasses.dataclass(frozen=True)
+class ConnectionAttention:
+    connection: BankConnection
+    need: str  # a ConnectionNeed
+    days_left: int = 0  # EXPIRING: whole days until the consent ends
+
+
+@dataclasses.dataclass(frozen=True)
+class ConnectionsAtAGlance:
+    """The home page's view of the user's connections: every one that is not disconnected, and those that need
+    the user, most urgent first."""
+
+    connections: list[BankConnection]
+    needing_user: list[ConnectionAttention]
+
+
+def connections_at_a_glance(*, user: Any, now: datetime | None = None) -> ConnectionsAtAGlance:
+    """The user's live connections and which of them need the user (one query): a refused or renewed-asked
+    consent (NEEDS_RECONNECT), a consent past its end, or one ending within the reminders' horizon."""
+    now = now or timezone.now()
+    horizon = now + timedelta(days=max(CONSENT_REMINDER_DAYS))
+    connections = list(
+        BankConnection.objects.filter(user=user)
+        .exclude(state=ConnectionState.DISCONNECTED)
+        .order_by("created_at", "pk")
+    )
+    needing = []
+    for connection in connections:
+        until = connection.consent_valid_until
+        if connection.state == ConnectionState.NEEDS_RECONNECT:
+            needing.append(ConnectionAttention(connection, ConnectionNeed.RECONNECT))
+        elif connection.access != ConnectionAccess.ACCOUNTS or until is None:
+            continue
+        elif until <= now:
+            needing.append(ConnectionAttention(connection, ConnectionNeed.EXPIRED))
+        elif until <= horizon:
+            days = (until - now).days
+            needing.append(ConnectionAttention(connection, ConnectionNeed.EXPIRING, days_left=days))
+    order = [ConnectionNeed.RECONNECT, ConnectionNeed.EXPIRED, ConnectionNeed.EXPIRING]
+    needing.sort(key=lambda a: (order.index(a.need), a.days_left))
+    return ConnectionsAtAGlance(connections=connections, needing_user=needing)
 
 
 def connection_for(*, user: Any, pk: Any) -> BankConnection:

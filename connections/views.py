@@ -13,7 +13,9 @@ from __future__ import annotations
 import logging
 
 from django.contrib import messages
+from django.http import HttpResponseRedirect
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import formats
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
@@ -44,6 +46,13 @@ from users.security import sensitive_page, session_authenticated_at_bank
 from xs2a.errors import Xs2aError
 
 logger = logging.getLogger(__name__)
+
+#: Where a connection lands once its accounts are read: that page with ``?connection=<pk>`` shows the
+#: connection's accounts (accounts.views.accounts_overview).
+CONNECTION_ACCOUNTS_PAGE = "bank-accounts"
+#: The answers after which the user must act on the connections page (consent again) rather than look at the
+#: accounts.
+NEEDS_THE_CONNECTIONS_PAGE = frozenset({FetchProblem.NEEDS_RECONNECT, FetchProblem.NO_ACCOUNTS})
 
 
 def _to_bank(request, **start):
@@ -178,7 +187,7 @@ def connection_sca_accept(request, sca_return: ScaReturn):
     context_changed(request, asked=sca_return.state.context, chosen=sca_return.context)
     if connection.access == ConnectionAccess.PAYMENTS:
         messages.success(request, _("Your bank is connected for payments."))
-        return redirect("bank-connections")
+        return redirect("home")  # where "New payment" is
     outcomes = plugins.consent_granted(
         connection=connection,
         presence=sca_return.presence,
@@ -189,7 +198,10 @@ def connection_sca_accept(request, sca_return: ScaReturn):
         messages.success(request, _("Your bank is connected."))
     for outcome in outcomes:
         report(request, outcome)
-    return redirect("bank-connections")
+    if any(outcome.problem in NEEDS_THE_CONNECTIONS_PAGE for outcome in outcomes):
+        return redirect("bank-connections")  # where the consent is given again (Reconnect)
+    # The connection's accounts, by the name of the page (the accounts app sits above this one).
+    return HttpResponseRedirect(f"{reverse(CONNECTION_ACCOUNTS_PAGE)}?connection={connection.pk}")
 
 
 def context_changed(request, *, asked: str, chosen: str) -> None:

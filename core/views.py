@@ -1,5 +1,4 @@
 from django.http import JsonResponse
-from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -17,7 +16,3 @@ def healthz(request):
         "checks": {name: "unavailable" if error else "ok" for name, error in checks.items()},
     }
     return JsonResponse(body, status=503 if failing else 200)
-
-
-def home(request):
-    return render(request, "home.html")

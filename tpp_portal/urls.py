@@ -10,6 +10,7 @@ urlpatterns = [
     path("", include("connections.urls")),
     path("", include("accounts.urls")),
     path("payments/", include("payments.urls")),
+    path("", include("payments.urls_home")),
     path("staff/sandbox/", include("sandbox_admin.urls")),
     path("staff/", include("staff.urls")),
     path("i18n/", include("django.conf.urls.i18n")),

@@ -86,11 +86,9 @@ def test_sign_up_connect_and_see_balances_and_transactions(page, portal, artifac
     page.screenshot(path=artifacts_dir / "ais-journey-bank-consent.png", full_page=True)
     page.get_by_role("button", name="Approve").click()
 
-    # Back at the portal: the connection and its accounts.
-    page.wait_for_url(re.compile(rf"^{re.escape(portal)}/bank/connections/"))
+    # Back at the portal: the new connection's accounts.
+    page.wait_for_url(re.compile(rf"^{re.escape(portal)}/bank/accounts/\?connection=\d+$"))
     assert page.get_by_text("Your bank is connected.").is_visible()
-    page.get_by_role("navigation", name="Main").get_by_role("link", name="Accounts").click()
-    page.wait_for_url(re.compile(r"/bank/accounts/$"))
     rows = page.locator("tr.account-row")
     assert rows.count() == 2
     overview = page.locator("table.accounts-overview").text_content()

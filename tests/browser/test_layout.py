@@ -139,7 +139,7 @@ def _connect(page, base: str, *, context: str) -> None:
     for index in range(boxes.count()):
         boxes.nth(index).check()
     page.get_by_role("button", name="Approve").click()
-    page.wait_for_url(re.compile(re.escape(base) + r"/bank/connections/"), timeout=TIMEOUT)
+    page.wait_for_url(re.compile(re.escape(base) + r"/bank/accounts/\?connection=\d+$"), timeout=TIMEOUT)
     assert page.get_by_text("Your bank is connected.").is_visible()
 
 

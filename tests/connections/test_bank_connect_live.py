@@ -15,8 +15,8 @@ pytestmark = pytest.mark.live_bank
 def test_private_customer_connects_and_sees_accounts_and_balances(live_bank, alice_client, alice):
     response, params = portal_connect(alice_client)
 
-    assert response.status_code == 302 and response["Location"] == "/bank/connections/"
     connection = BankConnection.objects.get(user=alice)
+    assert response.status_code == 302 and response["Location"] == f"/bank/accounts/?connection={connection.pk}"
     assert connection.state == ConnectionState.ACTIVE
     assert connection.context == "PRIVATE" and connection.psu_id == params["psu-id"]
     assert connection.psu_corporate_id == ""
@@ -33,9 +33,9 @@ def test_private_customer_connects_and_sees_accounts_and_balances(live_bank, ali
     reads = BankCall.objects.filter(path_template__startswith="/v1/", method="GET")
     assert reads.exists() and all(c.psu_present and c.user == alice for c in reads)
 
-    page = alice_client.get("/bank/accounts/")
+    page = alice_client.get(response["Location"])  # where the connection lands: its accounts
     assert page.status_code == 200
-    assert "Brukskonto" in page.content.decode()
+    assert "Brukskonto" in page.content.decode() and "Your bank is connected." in page.content.decode()
     connections_page = alice_client.get("/bank/connections/").content.decode()
     assert "Brukskonto" in connections_page and "Reconnect" in connections_page
 
@@ -52,8 +52,8 @@ def _counts() -> tuple[int, ...]:
 def test_corporate_context_chosen_at_the_bank_stores_the_agreement(live_bank, alice_client, alice):
     response, params = portal_connect(alice_client, context="CORPORATE")
 
-    assert response.status_code == 302 and response["Location"] == "/bank/connections/"
     connection = BankConnection.objects.get(user=alice)
+    assert response.status_code == 302 and response["Location"] == f"/bank/accounts/?connection={connection.pk}"
     assert connection.context == "CORPORATE" and connection.state == ConnectionState.ACTIVE
     assert connection.psu_corporate_id == params["psu-corporate-id"]
     assert connection.agreement_name  # read from /v1/agreements with the PSU-ID
@@ -78,8 +78,8 @@ def test_agreements_listed_with_a_psu_id_start_a_consent_for_the_chosen_one(live
     assert params["psu-corporate-id"] == agreement_id and params["psu-id"] == private.psu_id
     done = alice_client.get(path, params)
 
-    assert done.status_code == 302 and done["Location"] == "/bank/connections/"
     corporate = BankConnection.objects.get(user=alice, context="CORPORATE")
+    assert done.status_code == 302 and done["Location"] == f"/bank/accounts/?connection={corporate.pk}"
     assert corporate.agreement_name == agreement_name and corporate.state == ConnectionState.ACTIVE
     assert BankAccount.objects.filter(connection=corporate).count() == 2
     private.refresh_from_db()
@@ -89,7 +89,7 @@ def test_agreements_listed_with_a_psu_id_start_a_consent_for_the_chosen_one(live
 def test_payment_only_journey_uses_v1_users_and_stores_no_accounts(live_bank, alice_client, alice):
     response, params = portal_connect(alice_client, access="payments")
 
-    assert response.status_code == 302
+    assert response.status_code == 302 and response["Location"] == "/"  # home, where "New payment" is
     connection = BankConnection.objects.get(user=alice)
     assert connection.access == "payments" and connection.state == ConnectionState.ACTIVE
     assert connection.psu_id == params["psu-id"] and connection.consent_valid_until is None
@@ -146,7 +146,7 @@ def test_another_users_callback_is_refused_and_leaves_the_state_usable(live_bank
     assert BankConnection.objects.get().user == alice
 
 
-def test_callback_never_redirects_outside_the_portal(live_bank, alice_client):
+def test_callback_never_redirects_outside_the_portal(live_bank, alice_client, alice):
     from tests.live_bank import BankBrowser, callback_target
 
     start = alice_client.post("/bank/connect/", {"context": "PRIVATE", "access": "accounts"})
@@ -155,7 +155,8 @@ def test_callback_never_redirects_outside_the_portal(live_bank, alice_client):
 
     response = alice_client.get(path, hostile)
 
-    assert response.status_code == 302 and response["Location"] == "/bank/connections/"
+    connection = BankConnection.objects.get(user=alice, access="accounts")
+    assert response.status_code == 302 and response["Location"] == f"/bank/accounts/?connection={connection.pk}"
 
 
 def test_refresh_now_stores_new_balances_with_the_psu_present(live_bank, alice_client, alice):

@@ -132,9 +132,10 @@ def test_a_forged_corporate_callback_locks_nobody_out(
     own = _state(bob, bob_client)
     fake_bank.sca_done(own.tpp_session_id, victim_psu_id)
     back = bob_client.get(CALLBACK_PATH, {**callback_params(own), "psu-id": victim_psu_id, "context": "PRIVATE"})
-    assert back.status_code == 302 and back["Location"] == "/bank/connections/"
+    connection = BankConnection.objects.get(user=bob)
+    assert back.status_code == 302 and back["Location"] == f"/bank/accounts/?connection={connection.pk}"
     assert PsuBinding.objects.get(psu_id_hash=lookup_hash(victim_psu_id)).user == bob
-    assert BankConnection.objects.get(user=bob).accounts.get().name == "Bobs sparekonto"
+    assert connection.accounts.get().name == "Bobs sparekonto"
     assert IdentityRefusal.objects.count() == 1  # only alice's forgery
 
 

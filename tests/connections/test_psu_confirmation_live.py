@@ -54,8 +54,8 @@ def test_a_private_psu_id_swapped_into_the_redirect_is_refused_and_its_owner_con
 
     _refused(forged, alice, bob_params["psu-id"])
     own = bob_client.get(bob_path, bob_params)
-    assert own.status_code == 302 and own["Location"] == "/bank/connections/"
     connection = BankConnection.objects.get(user=bob)
+    assert own.status_code == 302 and own["Location"] == f"/bank/accounts/?connection={connection.pk}"
     assert connection.psu_id == bob_params["psu-id"] and connection.state == ConnectionState.ACTIVE
     assert PsuBinding.objects.get(psu_id_hash=lookup_hash(bob_params["psu-id"])).user == bob
 
@@ -87,9 +87,10 @@ def test_a_refused_corporate_forgery_locks_the_owner_out_of_nothing(
 
     _refused(forged, alice, bob_psu_id)
     response, again = portal_connect(bob_client, identity=PRIVATE_2)
-    assert response.status_code == 302 and response["Location"] == "/bank/connections/"
+    connection = BankConnection.objects.get(user=bob)
+    assert response.status_code == 302 and response["Location"] == f"/bank/accounts/?connection={connection.pk}"
     assert again["psu-id"] == bob_psu_id
-    assert BankConnection.objects.get(user=bob).state == ConnectionState.ACTIVE
+    assert connection.state == ConnectionState.ACTIVE
     assert not IdentityRefusal.objects.filter(user=bob).exists()
 
 

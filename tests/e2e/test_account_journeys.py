@@ -60,8 +60,9 @@ def test_private_connection_after_signing_up(page, product):
     axe_check(page)
     shot(page, "private-connection-2-connect-form")
     connect_bank(page, product, identity=PRIVATE_1, accounts=["Brukskonto", "Høyrentekonto"], on_screen=_at_bank)
-    page.wait_for_url(re.compile(r"/bank/connections/"))
+    page.wait_for_url(re.compile(r"/bank/accounts/\?connection=\d+$"))  # the new connection's accounts
     assert page.get_by_text("Your bank is connected.").is_visible()
+    page.goto(f"{product.portal_url}/bank/connections/")
     connection = page.locator("article[id^=connection-]")
     assert connection.count() == 1
     assert connection.locator(".badge").inner_text() == "Connected"
@@ -174,8 +175,9 @@ def test_corporate_connection_with_a_choice_of_agreement(page, product):
     # The connect form by keyboard alone; at the bank, Private Customer 1 chooses the company's agreement among
     # its own and the company's.
     connect_bank(page, product, identity=PRIVATE_1, context="corporate", agreement=COMPANY, keyboard=True)
-    page.wait_for_url(re.compile(r"/bank/connections/"))
+    page.wait_for_url(re.compile(r"/bank/accounts/\?connection=\d+$"))  # the new connection's accounts
     assert page.get_by_text("Your bank is connected.").is_visible()
+    page.goto(f"{product.portal_url}/bank/connections/")
     connection = page.locator("article[id^=connection-]")
     assert connection.count() == 1
     heading = connection.locator("h2").inner_text()
@@ -206,7 +208,7 @@ def test_consent_expiry_and_reconnection(page, product):
     create_user(product, email=email, password=PASSWORD)
     sign_in(page, product, email, PASSWORD)
     connect_bank(page, product, identity=PRIVATE_1, accounts=["Brukskonto"])
-    page.wait_for_url(re.compile(r"/bank/connections/"))
+    page.wait_for_url(re.compile(r"/bank/accounts/\?connection=\d+$"))
     before = product.django(
         """
 from connections.models import BankConnection
@@ -250,7 +252,7 @@ BankConnection.objects.filter(pk=params["pk"]).update(consent_valid_until=timezo
     # Reconnect: SCA again at the bank (this browser signed in there before: the bank may skip the identity).
     card.get_by_role("button", name="Reconnect").click()
     authorise_at_bank(page, product, identity=PRIVATE_1, accounts=["Brukskonto"])
-    page.wait_for_url(re.compile(r"/bank/connections/"))
+    page.wait_for_url(re.compile(rf"/bank/accounts/\?connection={before['pk']}$"))  # its accounts again
     after = product.django(
         """
 from connections.models import BankConnection
@@ -263,6 +265,7 @@ result = {"state": connection.state, "until": connection.consent_valid_until.iso
     assert after["state"] == "active" and after["accounts"] == 1, after
     renewed = datetime.fromisoformat(after["until"]) - datetime.fromisoformat(before["until"])
     assert renewed > timedelta(0)  # a fresh 180 days from the new SCA
+    page.goto(f"{product.portal_url}/bank/connections/")
     card = page.locator(f"#connection-{before['pk']}")
     assert card.locator(".badge").inner_text() == "Connected"
     assert card.locator(".message-warning").count() == 0

@@ -1,5 +1,6 @@
 """The README stays true: every variable the code reads is in its tables, and its commands exist."""
 
+import ast
 import re
 import subprocess
 from pathlib import Path
@@ -69,3 +70,43 @@ def test_make_help_names_every_target_the_readme_uses():
     used = set(re.findall(r"(?:`|^)make ([\w-]+)", README, re.M))
     assert used, "no make command found in the README"
     assert used <= listed, f"make help leaves out {sorted(used - listed)}"
+
+
+def _seeded_customers() -> dict[str, tuple[str, str, int]]:
+    """The sandbox bank's known customers as its seed writes them (``KNOWN_CUSTOMERS`` in
+    bank_simulator/services.py), read from the source (the portal's settings do not load the sandbox bank's
+    models): identity number -> (kind, name, employees)."""
+    tree = ast.parse((ROOT / "bank_simulator/services.py").read_text())
+    (known,) = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "KNOWN_CUSTOMERS" for t in node.targets)
+    ]
+    customers = {}
+    for call in known.elts:
+        number, kind, name = (call.args[0].value, call.args[1].attr.lower(), call.args[2].value)
+        employees = next((k.value.value for k in call.keywords if k.arg == "employees"), 0)
+        customers[number] = (kind, name, employees)
+    return customers
+
+
+def test_the_sandbox_customers_table_is_the_sandbox_banks_seed():
+    """Every customer the sandbox bank seeds is in the README's table with its identity number, kind and name,
+    and no other number is; the number of signatures it states is the seed's rule (two below 5 employees)."""
+    table = README[README.index("| sandbox customer | identity number |") :].split("\n\n", 1)[0]
+    rows = [line for line in table.splitlines()[2:] if line.startswith("| ")]
+    seeded = _seeded_customers()
+    listed = {}
+    for row in rows:
+        who, number, kind, _accounts, purpose = (cell.strip() for cell in row.strip("|").split(" | "))
+        listed[number.strip("`")] = (who, kind, purpose)
+    assert set(listed) == set(seeded) and len(rows) == len(seeded)
+    for number, (kind, name, employees) in seeded.items():
+        who, listed_kind, purpose = listed[number]
+        assert name in who and listed_kind == kind, number
+        if kind == "corporate":
+            signatures = "two signatures" if employees < 5 else "one signature"
+            assert signatures in purpose, number
+    assert "the second signer" in listed["20079518612"][2]
+    rule = "signers_required=2 if spec.employees < 5 else 1"
+    assert rule in (ROOT / "bank_simulator/services.py").read_text(), "the seed's rule of signatures changed"
