@@ -82,14 +82,15 @@ class BankAccount(models.Model):
         return connection.agreement_name if connection.is_corporate else ""
 
 
-#: Labels of the balance types seen (docs/bank-interface.md, reference 2); another type is shown as sent.
+#: Plain names of the balance types seen (docs/bank-interface.md, reference 2), one per balance; the bank's own
+#: code is shown only behind the account page's "details". Another type is shown as sent.
 BALANCE_TYPE_LABELS = {
-    "openingBooked": _("Booked, start of day"),
-    "closingBooked": _("Booked, end of day"),
-    "interimBooked": _("Booked now"),
+    "openingBooked": _("Balance at the start of the day"),
+    "closingBooked": _("Balance at the end of the last day"),
+    "interimBooked": _("Balance so far today"),
     "interimAvailable": _("Available now"),
-    "expected": _("Expected"),
-    "authorised": _("Authorised"),
+    "expected": _("Balance with payments on their way"),
+    "authorised": _("Available with credit"),
     "forwardAvailable": _("Available later"),
 }
 
