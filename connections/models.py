@@ -110,7 +110,11 @@ class BankConnection(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.get_context_display()} connection #{self.pk} ({self.state})"
+        return _("%(context)s connection #%(pk)s (%(state)s)") % {
+            "context": self.get_context_display(),
+            "pk": self.pk,
+            "state": self.get_state_display(),
+        }
 
     @property
     def is_corporate(self) -> bool:

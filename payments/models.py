@@ -276,7 +276,11 @@ class Payment(models.Model):
 
     def __str__(self) -> str:
         amount = amount_plain(self.amount, self.currency) if self.amount is not None else "-"
-        return f"Payment #{self.pk} {amount} to {self.creditor_name}"
+        return _("Payment #%(pk)s %(amount)s to %(name)s") % {
+            "pk": self.pk,
+            "amount": amount,
+            "name": self.creditor_name,
+        }
 
     @property
     def creditor_address(self) -> dict | None:

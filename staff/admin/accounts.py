@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from accounts.ledger import refresh_budgets
 from accounts.models import BalanceSnapshot, BankAccount, RefreshCall, Transaction
@@ -105,7 +106,7 @@ class BankAccountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description=_("unattended calls (24 h)"))
     def budget_used(self, account: BankAccount) -> str:
         budget = _budget_of(account)
-        return "-" if budget is None else f"{budget.used} of {budget.limit}"
+        return "-" if budget is None else _("%(used)s of %(limit)s") % {"used": budget.used, "limit": budget.limit}
 
     @admin.display(description=_("next refresh due"))
     def next_due(self, account: BankAccount):
@@ -120,12 +121,17 @@ class BankAccountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description=_("balances"))
     def balances(self, account: BankAccount) -> str:
         url = reverse("admin:accounts_balancesnapshot_changelist") + "?" + urlencode({"account__id": account.pk})
-        return format_html('<a href="{}">{} balances</a>', url, account.balance_snapshots.count())
+        count = account.balance_snapshots.count()
+        return format_html(
+            '<a href="{}">{}</a>',
+            url,
+            ngettext("%(count)s balance", "%(count)s balances", count) % {"count": count},
+        )
 
     @admin.display(description=_("transactions"))
     def transactions(self, account: BankAccount) -> str:
         url = reverse("admin:accounts_transaction_changelist") + "?" + urlencode({"account__id": account.pk})
-        return format_html('<a href="{}">transactions</a>', url)
+        return format_html('<a href="{}">{}</a>', url, _("transactions"))
 
     @admin.display(description=_("bank calls"))
     def bank_calls(self, account: BankAccount) -> str:

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.http import urlencode
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from core.models import BankCall, CertificateCheck
 from staff.admin.helpers import export_csv
@@ -34,7 +35,8 @@ def bank_calls_link(obj: Model | None) -> str:
         return "-"
     content_type = ContentType.objects.get_for_model(obj)
     count = BankCall.objects.filter(content_type=content_type, object_id=str(obj.pk)).count()
-    return format_html('<a href="{}">{} bank call{}</a>', bank_calls_url(obj), count, "" if count == 1 else "s")
+    words = ngettext("%(count)s bank call", "%(count)s bank calls", count) % {"count": count}
+    return format_html('<a href="{}">{}</a>', bank_calls_url(obj), words)
 
 
 class StatusClassFilter(admin.SimpleListFilter):
@@ -111,7 +113,7 @@ class UserFilter(admin.SimpleListFilter):
         if self.value() and self.value().isdigit():
             ids.add(int(self.value()))
         users = get_user_model().objects.filter(pk__in=ids).order_by("username")
-        return [(self.NONE, "the portal itself (no user)")] + [(str(user.pk), str(user)) for user in users]
+        return [(self.NONE, _("the portal itself (no user)"))] + [(str(user.pk), str(user)) for user in users]
 
     def queryset(self, request, queryset):
         value = self.value()

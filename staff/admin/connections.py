@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from accounts.models import BankAccount
 from connections.errors import IllegalTransition
@@ -82,7 +83,7 @@ class ConnectionEventInline(ReadOnlyInline, admin.TabularInline):
     fields = ("at", "from_state", "to_state", "reason", "actor")
     readonly_fields = fields
     ordering = ("at", "id")
-    verbose_name_plural = "timeline"
+    verbose_name_plural = _("timeline")
 
 
 class BankAccountInline(ReadOnlyInline, admin.TabularInline):
@@ -100,7 +101,7 @@ class ConsentReminderInline(ReadOnlyInline, admin.TabularInline):
     model = ConsentReminder
     fields = ("consent_valid_until", "days_before", "claimed_at", "sent_at")
     readonly_fields = fields
-    verbose_name_plural = "consent expiry reminders"
+    verbose_name_plural = _("consent expiry reminders")
 
 
 @admin.register(BankConnection)
@@ -149,11 +150,13 @@ class BankConnectionAdmin(IdentifierHashSearchMixin, ReadOnlyAdminMixin, admin.M
     @admin.display(description=_("consent"))
     def consent_status(self, connection: BankConnection) -> str:
         if connection.consent_valid_until is None:
-            return "none"
+            return _("none")
         remaining = connection.consent_valid_until - timezone.now()
         if remaining <= timedelta(0):
-            return "expired"
-        return f"valid, {remaining.days} days left"
+            return _("expired")
+        return ngettext("valid, %(days)s day left", "valid, %(days)s days left", remaining.days) % {
+            "days": remaining.days
+        }
 
     @admin.display(description=_("bank calls"))
     def bank_calls(self, connection: BankConnection) -> str:

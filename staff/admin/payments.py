@@ -293,7 +293,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if payment.connection_id is None:
             return "-"
         url = reverse("admin:connections_bankconnection_change", args=[payment.connection_id])
-        return format_html('<a href="{}">connection #{}</a>', url, payment.connection_id)
+        return format_html('<a href="{}">{}</a>', url, _("connection #%(pk)s") % {"pk": payment.connection_id})
 
     @admin.display(description=_("bank's links"))
     def link_names(self, payment: Payment) -> str:

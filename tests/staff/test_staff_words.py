@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
+from babel.messages.pofile import read_po
 from django.apps import apps
+from django.contrib import admin as admin_module
 from django.urls import reverse
 from django.utils import translation
 
@@ -93,3 +96,33 @@ def test_the_sandbox_area_in_bokmal(settings, operator_client, name, words):
         assert word in html, word
     for english in ("Reset the sandbox", "Customer number", "Clock and batches", "New customer"):
         assert english not in html, english
+
+
+def _catalogue(path: Path):
+    with path.open("rb") as handle:
+        return read_po(handle, locale="nb")
+
+
+def test_every_admin_text_django_leaves_untranslated_has_the_portals_translation():
+    """Django's admin texts without a bokmål translation in Django's own catalogue (the list changes with Django's
+    version: staff/admin/django_words.py) are translated by the portal's."""
+    admin_locale = Path(admin_module.__file__).parent / "locale"
+    translated = {
+        message.id if isinstance(message.id, str) else message.id[0]
+        for message in _catalogue(admin_locale / "nb/LC_MESSAGES/django.po")
+        if message.id
+        and not message.fuzzy
+        and all(message.string if isinstance(message.string, tuple) else [message.string])
+    }
+    untranslated = [
+        m.id
+        for m in _catalogue(admin_locale / "en/LC_MESSAGES/django.po")
+        if m.id and (m.id if isinstance(m.id, str) else m.id[0]) not in translated
+    ]
+    assert "Skip to main content" in untranslated  # Django 5.2's catalogue
+    with translation.override("nb"):
+        for message in untranslated:
+            if isinstance(message, tuple):
+                assert translation.ngettext(message[0], message[1], 2) != message[1], message
+            else:
+                assert translation.gettext(message) != message, message
