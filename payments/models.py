@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from connections.crypto import EncryptedTextField
+from connections.models import PsuContextChoice
 from core.money import amount_plain
 from payments.validators import validate_currency
 
@@ -150,9 +151,7 @@ class Payment(models.Model):
         related_name="payments",
     )
     product = models.CharField(_("product"), max_length=50, choices=PaymentProduct.choices)
-    context = models.CharField(
-        _("context"), max_length=10, choices=[("PRIVATE", "Private"), ("CORPORATE", "Corporate")]
-    )
+    context = models.CharField(_("context"), max_length=10, choices=PsuContextChoice.choices)
     state = models.CharField(_("state"), max_length=20, choices=PaymentState.choices, default=PaymentState.DRAFT)
     # Made when the review page is shown and posted back with it: the unique constraint turns a double submit
     # into one row.
