@@ -2,7 +2,7 @@
 
 The connection itself (PSU identity, consent, SCA) is the connections app's. Writes go through
 accounts/services.py, accounts/sync.py, accounts/refresh.py, accounts/ledger.py and accounts/planner.py. Field
-labels are for operators and stay English.
+labels are translated like the pages (the admin shows them in the staff member's language).
 """
 
 from __future__ import annotations
@@ -26,37 +26,40 @@ class BankAccount(models.Model):
     """An account a connection's consent covers (spec 4.3; docs/bank-interface.md, reference 2)."""
 
     connection = models.ForeignKey(
-        "connections.BankConnection", verbose_name="connection", on_delete=models.CASCADE, related_name="accounts"
+        "connections.BankConnection",
+        verbose_name=_("connection"),
+        on_delete=models.CASCADE,
+        related_name="accounts",
     )
-    kind = models.CharField("kind", max_length=10, choices=AccountKind.choices, default=AccountKind.ACCOUNT)
-    resource_id = models.CharField("resourceId", max_length=200, help_text="The bank's opaque id.")
-    iban = models.CharField("IBAN", max_length=34, blank=True)
-    bban = models.CharField("BBAN", max_length=30, blank=True)
-    masked_pan = models.CharField("card number", max_length=35, blank=True)
-    currency = models.CharField("currency", max_length=3, blank=True)
-    name = models.CharField("name", max_length=70, blank=True)
-    product = models.CharField("product", max_length=70, blank=True)
-    cash_account_type = models.CharField("account type", max_length=10, blank=True)
+    kind = models.CharField(_("kind"), max_length=10, choices=AccountKind.choices, default=AccountKind.ACCOUNT)
+    resource_id = models.CharField(_("resourceId"), max_length=200, help_text=_("The bank's opaque id."))
+    iban = models.CharField(_("IBAN"), max_length=34, blank=True)
+    bban = models.CharField(_("BBAN"), max_length=30, blank=True)
+    masked_pan = models.CharField(_("card number"), max_length=35, blank=True)
+    currency = models.CharField(_("currency"), max_length=3, blank=True)
+    name = models.CharField(_("name"), max_length=70, blank=True)
+    product = models.CharField(_("product"), max_length=70, blank=True)
+    cash_account_type = models.CharField(_("account type"), max_length=10, blank=True)
     consented = models.BooleanField(
-        ("consented"), default=True, help_text="Covered by the latest consent; earlier accounts are kept."
+        _("consented"), default=True, help_text=_("Covered by the latest consent; earlier accounts are kept.")
     )
-    balances_refreshed_at = models.DateTimeField("balances refreshed", null=True, blank=True)
-    transactions_refreshed_at = models.DateTimeField("transactions refreshed", null=True, blank=True)
+    balances_refreshed_at = models.DateTimeField(_("balances refreshed"), null=True, blank=True)
+    transactions_refreshed_at = models.DateTimeField(_("transactions refreshed"), null=True, blank=True)
     # The sync cursor (accounts/sync.py): booked transactions up to this date are stored. Moved only after a
     # complete sync, so a failed or cut-short sync starts again from the same point.
-    transactions_synced_to = models.DateField("transactions synced to", null=True, blank=True)
+    transactions_synced_to = models.DateField(_("transactions synced to"), null=True, blank=True)
     # The start of the contiguous history stored (a first sync without the PSU reads only 90 days; the next sync
     # with the PSU present reads the rest).
-    transactions_synced_from = models.DateField("transactions synced from", null=True, blank=True)
+    transactions_synced_from = models.DateField(_("transactions synced from"), null=True, blank=True)
     # The background refresh (accounts/refresh.py): when the planner next refreshes this account unattended,
     # and, after the bank answered 429, until when no unattended call is made.
-    next_refresh_at = models.DateTimeField("next planned refresh", null=True, blank=True)
-    refresh_blocked_until = models.DateTimeField("refresh blocked until", null=True, blank=True)
-    created_at = models.DateTimeField("created", auto_now_add=True)
+    next_refresh_at = models.DateTimeField(_("next planned refresh"), null=True, blank=True)
+    refresh_blocked_until = models.DateTimeField(_("refresh blocked until"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
-        verbose_name = "bank account"
-        verbose_name_plural = "bank accounts"
+        verbose_name = _("bank account")
+        verbose_name_plural = _("bank accounts")
         ordering = ["connection_id", "kind", "name", "id"]
         constraints = [
             models.UniqueConstraint(
@@ -82,14 +85,15 @@ class BankAccount(models.Model):
         return connection.agreement_name if connection.is_corporate else ""
 
 
-#: Labels of the balance types seen (docs/bank-interface.md, reference 2); another type is shown as sent.
+#: Plain names of the balance types seen (docs/bank-interface.md, reference 2), one per balance; the bank's own
+#: code is shown only behind the account page's "details". Another type is shown as sent.
 BALANCE_TYPE_LABELS = {
-    "openingBooked": _("Booked, start of day"),
-    "closingBooked": _("Booked, end of day"),
-    "interimBooked": _("Booked now"),
+    "openingBooked": _("Balance at the start of the day"),
+    "closingBooked": _("Balance at the end of the last day"),
+    "interimBooked": _("Balance so far today"),
     "interimAvailable": _("Available now"),
-    "expected": _("Expected"),
-    "authorised": _("Authorised"),
+    "expected": _("Balance with payments on their way"),
+    "authorised": _("Available with credit"),
     "forwardAvailable": _("Available later"),
 }
 
@@ -98,17 +102,17 @@ class BalanceSnapshot(models.Model):
     """One balance of an account as the bank reported it at ``fetched_at`` (kept, for charts over time)."""
 
     account = models.ForeignKey(
-        BankAccount, verbose_name="account", on_delete=models.CASCADE, related_name="balance_snapshots"
+        BankAccount, verbose_name=_("account"), on_delete=models.CASCADE, related_name="balance_snapshots"
     )
-    balance_type = models.CharField("type", max_length=40)
-    amount = models.DecimalField("amount", max_digits=20, decimal_places=4)
-    currency = models.CharField("currency", max_length=3)
-    reference_date = models.DateField("reference date", null=True, blank=True)
-    fetched_at = models.DateTimeField("fetched")
+    balance_type = models.CharField(_("type"), max_length=40)
+    amount = models.DecimalField(_("amount"), max_digits=20, decimal_places=4)
+    currency = models.CharField(_("currency"), max_length=3)
+    reference_date = models.DateField(_("reference date"), null=True, blank=True)
+    fetched_at = models.DateTimeField(_("fetched"))
 
     class Meta:
-        verbose_name = "balance snapshot"
-        verbose_name_plural = "balance snapshots"
+        verbose_name = _("balance snapshot")
+        verbose_name_plural = _("balance snapshots")
         ordering = ["account_id", "-fetched_at", "balance_type"]
         constraints = [
             # Also the index of the two readers: the accounts overview (the latest fetch of each account,
@@ -146,31 +150,31 @@ class Transaction(models.Model):
     """
 
     account = models.ForeignKey(
-        BankAccount, verbose_name="account", on_delete=models.CASCADE, related_name="transactions"
+        BankAccount, verbose_name=_("account"), on_delete=models.CASCADE, related_name="transactions"
     )
-    transaction_id = models.CharField("transactionId", max_length=200, blank=True)
-    status = models.CharField("status", max_length=10, choices=TransactionStatus.choices)
-    booking_date = models.DateField("booking date", null=True, blank=True)
-    value_date = models.DateField("value date", null=True, blank=True)
-    amount = models.DecimalField("amount", max_digits=23, decimal_places=5, help_text="Negative: money out.")
-    currency = models.CharField("currency", max_length=3)
-    counterparty_name = models.CharField("counterparty", max_length=140, blank=True)
-    counterparty_account = models.CharField("counterparty account", max_length=34, blank=True)
-    remittance = models.TextField("remittance information", blank=True)
-    kid = models.CharField("KID", max_length=35, blank=True)
-    end_to_end_id = models.CharField("end-to-end id", max_length=35, blank=True)
-    fingerprint = models.CharField("fingerprint", max_length=64, editable=False)
-    raw = models.JSONField("as sent by the bank", default=dict, blank=True)
+    transaction_id = models.CharField(_("transactionId"), max_length=200, blank=True)
+    status = models.CharField(_("status"), max_length=10, choices=TransactionStatus.choices)
+    booking_date = models.DateField(_("booking date"), null=True, blank=True)
+    value_date = models.DateField(_("value date"), null=True, blank=True)
+    amount = models.DecimalField(_("amount"), max_digits=23, decimal_places=5, help_text=_("Negative: money out."))
+    currency = models.CharField(_("currency"), max_length=3)
+    counterparty_name = models.CharField(_("counterparty"), max_length=140, blank=True)
+    counterparty_account = models.CharField(_("counterparty account"), max_length=34, blank=True)
+    remittance = models.TextField(_("remittance information"), blank=True)
+    kid = models.CharField(_("KID"), max_length=35, blank=True)
+    end_to_end_id = models.CharField(_("end-to-end id"), max_length=35, blank=True)
+    fingerprint = models.CharField(_("fingerprint"), max_length=64, editable=False)
+    raw = models.JSONField(_("as sent by the bank"), default=dict, blank=True)
     # The bank's transaction details record (GET .../transactions/{transactionId}), read while the user looked
     # at the transaction and kept for TRANSACTION_DETAILS_FRESH (accounts.services.transaction_details_read).
-    details = models.JSONField("details as sent by the bank", null=True, blank=True)
-    details_read_at = models.DateTimeField("details read", null=True, blank=True)
-    first_seen_at = models.DateTimeField("first seen")
-    updated_at = models.DateTimeField("updated")
+    details = models.JSONField(_("details as sent by the bank"), null=True, blank=True)
+    details_read_at = models.DateTimeField(_("details read"), null=True, blank=True)
+    first_seen_at = models.DateTimeField(_("first seen"))
+    updated_at = models.DateTimeField(_("updated"))
 
     class Meta:
-        verbose_name = "transaction"
-        verbose_name_plural = "transactions"
+        verbose_name = _("transaction")
+        verbose_name_plural = _("transactions")
         ordering = ["account_id", "-booking_date", "-id"]
         constraints = [
             models.UniqueConstraint(
@@ -222,17 +226,17 @@ class RefreshCall(models.Model):
     """
 
     account = models.ForeignKey(
-        BankAccount, verbose_name="account", on_delete=models.CASCADE, related_name="refresh_calls"
+        BankAccount, verbose_name=_("account"), on_delete=models.CASCADE, related_name="refresh_calls"
     )
     # The bank counts per TPP and bank account, not per portal connection: two connections (e.g. two users of
     # one corporate agreement) sharing an account share its allowance. "<kind>:<resourceId>".
-    resource_key = models.CharField("bank account", max_length=220)
-    kind = models.CharField("kind", max_length=12, choices=RefreshKind.choices)
-    reserved_at = models.DateTimeField("reserved")
+    resource_key = models.CharField(_("bank account"), max_length=220)
+    kind = models.CharField(_("kind"), max_length=12, choices=RefreshKind.choices)
+    reserved_at = models.DateTimeField(_("reserved"))
 
     class Meta:
-        verbose_name = "unattended bank call"
-        verbose_name_plural = "unattended bank calls"
+        verbose_name = _("unattended bank call")
+        verbose_name_plural = _("unattended bank calls")
         ordering = ["-reserved_at", "-id"]
         indexes = [
             models.Index(fields=["resource_key", "kind", "reserved_at"], name="refreshcall_window_idx"),

@@ -3,8 +3,8 @@ the bank), its event timeline, the state of each SCA redirect, and the consent r
 
 Writes go through connections/services.py (SCA states through connections/sca.py, TPP sessions through
 connections/sessions.py); every change of ``BankConnection.state`` goes through
-``services.connection_transition``, which appends a ``ConnectionEvent``. Field labels are for operators (admin,
-support) and stay English, out of the nb catalogue; the choice labels are shown to users and are translated.
+``services.connection_transition``, which appends a ``ConnectionEvent``. Every label is translated: the choice
+labels are shown to users, the field labels to staff in the admin (in the language they chose).
 """
 
 from __future__ import annotations
@@ -64,33 +64,33 @@ class BankConnection(models.Model):
     """One PSU identity (and, in corporate context, one agreement) of a portal user at the bank."""
 
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, verbose_name="user", on_delete=models.CASCADE, related_name="bank_connections"
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="bank_connections"
     )
-    context = models.CharField("context", max_length=10, choices=PsuContextChoice.choices)
+    context = models.CharField(_("context"), max_length=10, choices=PsuContextChoice.choices)
     access = models.CharField(
-        ("access"), max_length=10, choices=ConnectionAccess.choices, default=ConnectionAccess.ACCOUNTS
+        _("access"), max_length=10, choices=ConnectionAccess.choices, default=ConnectionAccess.ACCOUNTS
     )
     state = models.CharField(
-        ("state"), max_length=20, choices=ConnectionState.choices, default=ConnectionState.PENDING
+        _("state"), max_length=20, choices=ConnectionState.choices, default=ConnectionState.PENDING
     )
     # PSU-ID and PSU-Corporate-ID (the corporate agreement's id), encrypted at rest, with their keyed hashes for
     # lookups (the same bank identity connected again updates its connection instead of adding one).
-    psu_id = EncryptedTextField("PSU-ID", blank=True)
-    psu_id_hash = models.CharField("PSU-ID lookup hash", max_length=64, blank=True, editable=False)
-    psu_corporate_id = EncryptedTextField("PSU-Corporate-ID", blank=True)
+    psu_id = EncryptedTextField(_("PSU-ID"), blank=True)
+    psu_id_hash = models.CharField(_("PSU-ID lookup hash"), max_length=64, blank=True, editable=False)
+    psu_corporate_id = EncryptedTextField(_("PSU-Corporate-ID"), blank=True)
     psu_corporate_id_hash = models.CharField(
-        ("PSU-Corporate-ID lookup hash"), max_length=64, blank=True, editable=False
+        _("PSU-Corporate-ID lookup hash"), max_length=64, blank=True, editable=False
     )
-    agreement_name = models.CharField("agreement", max_length=140, blank=True)
-    sca_at = models.DateTimeField("last SCA", null=True, blank=True)
-    consent_valid_until = models.DateTimeField("consent valid until", null=True, blank=True)
-    accounts_fetched_at = models.DateTimeField("accounts fetched", null=True, blank=True)
-    created_at = models.DateTimeField("created", auto_now_add=True)
-    updated_at = models.DateTimeField("updated", auto_now=True)
+    agreement_name = models.CharField(_("agreement"), max_length=140, blank=True)
+    sca_at = models.DateTimeField(_("last SCA"), null=True, blank=True)
+    consent_valid_until = models.DateTimeField(_("consent valid until"), null=True, blank=True)
+    accounts_fetched_at = models.DateTimeField(_("accounts fetched"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
-        verbose_name = "bank connection"
-        verbose_name_plural = "bank connections"
+        verbose_name = _("bank connection")
+        verbose_name_plural = _("bank connections")
         ordering = ["created_at", "id"]
         constraints = [
             # One connection per bank identity and agreement for a user: a second SCA for the same identity
@@ -110,7 +110,11 @@ class BankConnection(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.get_context_display()} connection #{self.pk} ({self.state})"
+        return _("%(context)s connection #%(pk)s (%(state)s)") % {
+            "context": self.get_context_display(),
+            "pk": self.pk,
+            "state": self.get_state_display(),
+        }
 
     @property
     def is_corporate(self) -> bool:
@@ -121,25 +125,25 @@ class ConnectionEvent(models.Model):
     """The timeline of a connection: one row per state change (who, when, from, to, why)."""
 
     connection = models.ForeignKey(
-        BankConnection, verbose_name="connection", on_delete=models.CASCADE, related_name="events"
+        BankConnection, verbose_name=_("connection"), on_delete=models.CASCADE, related_name="events"
     )
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
-        verbose_name="by",
+        verbose_name=_("by"),
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
-        help_text="Empty when the portal itself acted.",
+        help_text=_("Empty when the portal itself acted."),
     )
-    at = models.DateTimeField("at")
-    from_state = models.CharField("from", max_length=20, choices=ConnectionState.choices, blank=True)
-    to_state = models.CharField("to", max_length=20, choices=ConnectionState.choices)
-    reason = models.CharField("why", max_length=200)
+    at = models.DateTimeField(_("at"))
+    from_state = models.CharField(_("from"), max_length=20, choices=ConnectionState.choices, blank=True)
+    to_state = models.CharField(_("to"), max_length=20, choices=ConnectionState.choices)
+    reason = models.CharField(_("why"), max_length=200)
 
     class Meta:
-        verbose_name = "connection event"
-        verbose_name_plural = "connection events"
+        verbose_name = _("connection event")
+        verbose_name_plural = _("connection events")
         ordering = ["at", "id"]
         indexes = [models.Index(fields=["connection", "at"], name="connectionevent_timeline_idx")]
 
@@ -171,16 +175,16 @@ class TppSession(models.Model):
     """
 
     user = models.OneToOneField(
-        settings.AUTH_USER_MODEL, verbose_name="user", on_delete=models.CASCADE, related_name="+"
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="+"
     )
-    session_id = EncryptedTextField("TPP-Session-ID")
-    started_at = models.DateTimeField("first used")
-    sca_at = models.DateTimeField("first SCA completed", null=True, blank=True)
-    psu_id = EncryptedTextField("PSU-ID of that SCA", blank=True)
+    session_id = EncryptedTextField(_("TPP-Session-ID"))
+    started_at = models.DateTimeField(_("first used"))
+    sca_at = models.DateTimeField(_("first SCA completed"), null=True, blank=True)
+    psu_id = EncryptedTextField(_("PSU-ID of that SCA"), blank=True)
 
     class Meta:
-        verbose_name = "TPP session"
-        verbose_name_plural = "TPP sessions"
+        verbose_name = _("TPP session")
+        verbose_name_plural = _("TPP sessions")
 
     def __str__(self) -> str:
         return f"TPP session of user #{self.user_id}"
@@ -199,33 +203,33 @@ class ScaState(models.Model):
     The TPP-Session-ID is the user's (``TppSession``), shared by the SCAs of its hour: it names no redirect.
     """
 
-    token = models.CharField("state", max_length=64, unique=True)
-    tpp_session_id = EncryptedTextField("TPP-Session-ID sent", blank=True)
+    token = models.CharField(_("state"), max_length=64, unique=True)
+    tpp_session_id = EncryptedTextField(_("TPP-Session-ID sent"), blank=True)
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, verbose_name="user", on_delete=models.CASCADE, related_name="+"
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="+"
     )
     # SHA-256 of the Django session key: the session must be the same, and the key itself is not copied.
-    session_key_hash = models.CharField("session", max_length=64)
+    session_key_hash = models.CharField(_("session"), max_length=64)
     # A purpose registered in connections.plugins (ScaPurpose, or another app's): its handler takes the callback.
-    purpose = models.CharField("purpose", max_length=20)
-    context = models.CharField("context", max_length=10, choices=PsuContextChoice.choices)
+    purpose = models.CharField(_("purpose"), max_length=20)
+    context = models.CharField(_("context"), max_length=10, choices=PsuContextChoice.choices)
     connection = models.ForeignKey(
         BankConnection,
-        verbose_name="connection",
+        verbose_name=_("connection"),
         null=True,
         blank=True,
         on_delete=models.CASCADE,
         related_name="+",
-        help_text="Reconnect: the connection renewed. Agreement: the connection whose PSU-ID listed it.",
+        help_text=_("Reconnect: the connection renewed. Agreement: the connection whose PSU-ID listed it."),
     )
-    agreement_name = models.CharField("agreement", max_length=140, blank=True)
-    agreement_id_hash = models.CharField("agreement lookup hash", max_length=64, blank=True)
-    created_at = models.DateTimeField("created")
-    used_at = models.DateTimeField("used", null=True, blank=True)
+    agreement_name = models.CharField(_("agreement"), max_length=140, blank=True)
+    agreement_id_hash = models.CharField(_("agreement lookup hash"), max_length=64, blank=True)
+    created_at = models.DateTimeField(_("created"))
+    used_at = models.DateTimeField(_("used"), null=True, blank=True)
 
     class Meta:
-        verbose_name = "SCA state"
-        verbose_name_plural = "SCA states"
+        verbose_name = _("SCA state")
+        verbose_name_plural = _("SCA states")
 
     def __str__(self) -> str:
         return f"SCA state {self.purpose} #{self.pk}"
@@ -247,16 +251,16 @@ class ConsentReminder(models.Model):
     """
 
     connection = models.ForeignKey(
-        BankConnection, verbose_name="connection", on_delete=models.CASCADE, related_name="reminders"
+        BankConnection, verbose_name=_("connection"), on_delete=models.CASCADE, related_name="reminders"
     )
-    consent_valid_until = models.DateTimeField("consent valid until")
-    days_before = models.PositiveSmallIntegerField("days before")
-    claimed_at = models.DateTimeField("claimed")
-    sent_at = models.DateTimeField("sent", null=True, blank=True)
+    consent_valid_until = models.DateTimeField(_("consent valid until"))
+    days_before = models.PositiveSmallIntegerField(_("days before"))
+    claimed_at = models.DateTimeField(_("claimed"))
+    sent_at = models.DateTimeField(_("sent"), null=True, blank=True)
 
     class Meta:
-        verbose_name = "consent reminder"
-        verbose_name_plural = "consent reminders"
+        verbose_name = _("consent reminder")
+        verbose_name_plural = _("consent reminders")
         constraints = [
             models.UniqueConstraint(
                 fields=["connection", "consent_valid_until", "days_before"], name="consentreminder_once"
@@ -274,15 +278,15 @@ class PsuBinding(models.Model):
     callback is refused (``IdentityRefusal``). Kept after a disconnect: the consent behind it may be alive at the
     bank for up to 180 days, and nobody else may take it over meanwhile."""
 
-    psu_id_hash = models.CharField("PSU-ID lookup hash", max_length=64, unique=True, editable=False)
+    psu_id_hash = models.CharField(_("PSU-ID lookup hash"), max_length=64, unique=True, editable=False)
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, verbose_name="user", on_delete=models.CASCADE, related_name="+"
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="+"
     )
-    bound_at = models.DateTimeField("bound", auto_now_add=True)
+    bound_at = models.DateTimeField(_("bound"), auto_now_add=True)
 
     class Meta:
-        verbose_name = "PSU-ID binding"
-        verbose_name_plural = "PSU-ID bindings"
+        verbose_name = _("PSU-ID binding")
+        verbose_name_plural = _("PSU-ID bindings")
 
     def __str__(self) -> str:
         return f"PSU-ID binding #{self.pk} (user #{self.user_id})"
@@ -298,27 +302,27 @@ class IdentityRefusal(models.Model):
         CORPORATE_ID_UNCONFIRMED = "corporate_unconfirmed", "PSU-Corporate-ID not among the PSU's agreements"
         MISMATCH = "mismatch", "SCA done as another bank user or agreement than expected"
 
-    at = models.DateTimeField("at", auto_now_add=True)
+    at = models.DateTimeField(_("at"), auto_now_add=True)
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, verbose_name="user", on_delete=models.CASCADE, related_name="+"
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="+"
     )
-    purpose = models.CharField("SCA purpose", max_length=20)
-    reason = models.CharField("reason", max_length=30, choices=Reason.choices)
-    psu_id_hash = models.CharField("PSU-ID lookup hash", max_length=64, blank=True)
-    psu_corporate_id_hash = models.CharField("PSU-Corporate-ID lookup hash", max_length=64, blank=True)
+    purpose = models.CharField(_("SCA purpose"), max_length=20)
+    reason = models.CharField(_("reason"), max_length=30, choices=Reason.choices)
+    psu_id_hash = models.CharField(_("PSU-ID lookup hash"), max_length=64, blank=True)
+    psu_corporate_id_hash = models.CharField(_("PSU-Corporate-ID lookup hash"), max_length=64, blank=True)
     bound_to = models.ForeignKey(
         settings.AUTH_USER_MODEL,
-        verbose_name="PSU-ID bound to",
+        verbose_name=_("PSU-ID bound to"),
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
     )
-    detail = models.CharField("detail", max_length=200, blank=True)
+    detail = models.CharField(_("detail"), max_length=200, blank=True)
 
     class Meta:
-        verbose_name = "identity refusal"
-        verbose_name_plural = "identity refusals"
+        verbose_name = _("identity refusal")
+        verbose_name_plural = _("identity refusals")
         ordering = ["-at", "-id"]
         indexes = [models.Index(fields=["at"], name="identityrefusal_at_idx")]
 

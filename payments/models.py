@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from connections.crypto import EncryptedTextField
+from connections.models import PsuContextChoice
 from core.money import amount_plain
 from payments.validators import validate_currency
 
@@ -137,37 +138,35 @@ class Payment(models.Model):
     """
 
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, verbose_name="initiated by", on_delete=models.PROTECT, related_name="payments"
+        settings.AUTH_USER_MODEL, verbose_name=_("initiated by"), on_delete=models.PROTECT, related_name="payments"
     )
     # The connection whose PSU-ID (and PSU-Corporate-ID) the payment is made with; empty for a single-SCA
     # payment (X-PSU-IDENTITY) until the bank gives a PSU-ID.
     connection = models.ForeignKey(
         "connections.BankConnection",
-        verbose_name="connection",
+        verbose_name=_("connection"),
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="payments",
     )
-    product = models.CharField("product", max_length=50, choices=PaymentProduct.choices)
-    context = models.CharField(
-        "context", max_length=10, choices=[("PRIVATE", "Private"), ("CORPORATE", "Corporate")]
-    )
-    state = models.CharField("state", max_length=20, choices=PaymentState.choices, default=PaymentState.DRAFT)
+    product = models.CharField(_("product"), max_length=50, choices=PaymentProduct.choices)
+    context = models.CharField(_("context"), max_length=10, choices=PsuContextChoice.choices)
+    state = models.CharField(_("state"), max_length=20, choices=PaymentState.choices, default=PaymentState.DRAFT)
     # Made when the review page is shown and posted back with it: the unique constraint turns a double submit
     # into one row.
-    idempotency_key = models.UUIDField("idempotency key", unique=True, editable=False)
+    idempotency_key = models.UUIDField(_("idempotency key"), unique=True, editable=False)
     # Made when the payment form is first shown and carried by every post of it (Back, reload, a second tab): a
     # form already sent shows its payment instead of making another
     # (payments.services.drafts.payment_draft_create).
-    intent_key = models.UUIDField("intent key", null=True, blank=True, editable=False)
-    request_id = models.UUIDField("X-Request-ID of the initiation", unique=True, editable=False)
-    tpp_session_id = models.CharField("TPP-Session-ID of the initiation", max_length=64, blank=True)
+    intent_key = models.UUIDField(_("intent key"), null=True, blank=True, editable=False)
+    request_id = models.UUIDField(_("X-Request-ID of the initiation"), unique=True, editable=False)
+    tpp_session_id = models.CharField(_("TPP-Session-ID of the initiation"), max_length=64, blank=True)
     # The SCA state whose TPP-Redirect-URI the initiation carried (the PSU's browser session was known): an
     # approval the bank starts with the initiation itself comes back to the callback with it.
     initiation_sca_state = models.ForeignKey(
         "connections.ScaState",
-        verbose_name="SCA state of the initiation",
+        verbose_name=_("SCA state of the initiation"),
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
@@ -175,73 +174,75 @@ class Payment(models.Model):
     )
     # The portal's reference, first in the message to the recipient (remittanceInformationUnstructured), so that
     # a payment the bank did not confirm (UNCONFIRMED) can be found in the debtor account's transactions.
-    reference = models.CharField("portal reference", max_length=10, blank=True, db_index=True, editable=False)
-    body_json = models.TextField("instruction as sent", help_text="The exact JSON bytes signed and sent.")
+    reference = models.CharField(_("portal reference"), max_length=10, blank=True, db_index=True, editable=False)
+    body_json = models.TextField(_("instruction as sent"), help_text=_("The exact JSON bytes signed and sent."))
     # What the user typed (the form's data), to fill the form again for "Edit" (which makes a new payment).
-    form_data = models.JSONField("form as typed", default=dict, blank=True)
+    form_data = models.JSONField(_("form as typed"), default=dict, blank=True)
     # allowLogicalDuplicate=true: the user confirmed paying again what the bank saw as a logical duplicate.
-    allow_logical_duplicate = models.BooleanField("logical duplicate allowed", default=False)
+    allow_logical_duplicate = models.BooleanField(_("logical duplicate allowed"), default=False)
     # The payer chose to approve in the bank's app: the initiation (and its replays) carry
     # TPP-Redirect-Preferred: false.
-    approve_in_app = models.BooleanField("approve in the bank's app", default=False)
+    approve_in_app = models.BooleanField(_("approve in the bank's app"), default=False)
     # Single SCA (X-PSU-IDENTITY) and the PSU headers of the initiation, encrypted, kept only while the bank's
     # answer is unknown: a reconciliation replays the same request (same X-Request-ID, body and headers).
-    psu_identity = EncryptedTextField("X-PSU-IDENTITY", blank=True)
-    initiation_psu = EncryptedTextField("PSU headers of the initiation", blank=True)
+    psu_identity = EncryptedTextField(_("X-PSU-IDENTITY"), blank=True)
+    initiation_psu = EncryptedTextField(_("PSU headers of the initiation"), blank=True)
 
-    amount = models.DecimalField("amount", max_digits=23, decimal_places=5)
-    currency = models.CharField("currency", max_length=3)
-    debtor_account = models.CharField("debtor account", max_length=34)
-    creditor_name = models.CharField("creditor", max_length=70)
-    creditor_account = models.CharField("creditor account", max_length=34)
-    requested_execution_date = models.DateField("requested execution date", null=True, blank=True)
+    amount = models.DecimalField(_("amount"), max_digits=23, decimal_places=5)
+    currency = models.CharField(_("currency"), max_length=3)
+    debtor_account = models.CharField(_("debtor account"), max_length=34)
+    creditor_name = models.CharField(_("creditor"), max_length=70)
+    creditor_account = models.CharField(_("creditor account"), max_length=34)
+    requested_execution_date = models.DateField(_("requested execution date"), null=True, blank=True)
     nok_equivalent = models.DecimalField(
-        "NOK equivalent", max_digits=23, decimal_places=5, null=True, blank=True, help_text="At review time."
+        _("NOK equivalent"), max_digits=23, decimal_places=5, null=True, blank=True, help_text=_("At review time.")
     )
     # The exchange rate the NOK equivalent was reckoned at (payments.selectors.nok_equivalent), shown with it.
-    nok_rate = models.DecimalField("exchange rate (NOK)", max_digits=18, decimal_places=6, null=True, blank=True)
-    nok_rate_unit = models.PositiveIntegerField("exchange rate per units", null=True, blank=True)
-    nok_rate_date = models.DateField("exchange rate date", null=True, blank=True)
+    nok_rate = models.DecimalField(
+        _("exchange rate (NOK)"), max_digits=18, decimal_places=6, null=True, blank=True
+    )
+    nok_rate_unit = models.PositiveIntegerField(_("exchange rate per units"), null=True, blank=True)
+    nok_rate_date = models.DateField(_("exchange rate date"), null=True, blank=True)
     nok_rate_source = models.CharField(
-        "exchange rate source", max_length=16, blank=True, choices=ExchangeRateSource.choices
+        _("exchange rate source"), max_length=16, blank=True, choices=ExchangeRateSource.choices
     )
 
     # The bank's answers.
-    payment_id = models.CharField("paymentId", max_length=200, blank=True, db_index=True)
-    transaction_status = models.CharField("bank status", max_length=4, blank=True)
-    funds_available = models.BooleanField("funds available", null=True, blank=True)
-    fee_amount = models.DecimalField("fee", max_digits=23, decimal_places=5, null=True, blank=True)
-    fee_currency = models.CharField("fee currency", max_length=3, blank=True)
-    fee_indicator = models.BooleanField("fee charged", null=True, blank=True)
-    psu_message = models.CharField("bank's message to the payer", max_length=512, blank=True)
-    tpp_messages = models.JSONField("bank's tppMessages", default=list, blank=True)
-    links = models.JSONField("bank's links", default=dict, blank=True, help_text="name -> href")
+    payment_id = models.CharField(_("paymentId"), max_length=200, blank=True, db_index=True)
+    transaction_status = models.CharField(_("bank status"), max_length=4, blank=True)
+    funds_available = models.BooleanField(_("funds available"), null=True, blank=True)
+    fee_amount = models.DecimalField(_("fee"), max_digits=23, decimal_places=5, null=True, blank=True)
+    fee_currency = models.CharField(_("fee currency"), max_length=3, blank=True)
+    fee_indicator = models.BooleanField(_("fee charged"), null=True, blank=True)
+    psu_message = models.CharField(_("bank's message to the payer"), max_length=512, blank=True)
+    tpp_messages = models.JSONField(_("bank's tppMessages"), default=list, blank=True)
+    links = models.JSONField(_("bank's links"), default=dict, blank=True, help_text=_("name -> href"))
 
     # Status polling (payments.services.polling): the next poll is stored here, not as a long countdown in the
     # broker; ``poll_lease_until`` is the single-poller lease (a conditional UPDATE takes it).
-    next_poll_at = models.DateTimeField("next status poll", null=True, blank=True)
-    poll_count = models.PositiveIntegerField("status polls", default=0)
-    poll_lease_until = models.DateTimeField("poll lease until", null=True, blank=True)
-    poll_lease_token = models.CharField("poll lease", max_length=64, blank=True)
+    next_poll_at = models.DateTimeField(_("next status poll"), null=True, blank=True)
+    poll_count = models.PositiveIntegerField(_("status polls"), default=0)
+    poll_lease_until = models.DateTimeField(_("poll lease until"), null=True, blank=True)
+    poll_lease_token = models.CharField(_("poll lease"), max_length=64, blank=True)
     # Reconciliation of OUTCOME_UNKNOWN (payments.services): attempts and next try.
-    reconcile_attempts = models.PositiveSmallIntegerField("reconciliation attempts", default=0)
-    reconcile_at = models.DateTimeField("next reconciliation", null=True, blank=True)
+    reconcile_attempts = models.PositiveSmallIntegerField(_("reconciliation attempts"), default=0)
+    reconcile_at = models.DateTimeField(_("next reconciliation"), null=True, blank=True)
     # The user's "check now" replays no earlier than this (backoff, the bank's Retry-After).
-    replay_not_before = models.DateTimeField("no replay before", null=True, blank=True)
+    replay_not_before = models.DateTimeField(_("no replay before"), null=True, blank=True)
 
     # Set when the portal cannot settle the payment by itself (no final status within the poll horizon, a lost
     # answer past the replay window that its account does not show): the staff queue of the admin.
-    staff_flagged_at = models.DateTimeField("passed to staff", null=True, blank=True, db_index=True)
-    staff_reason = models.CharField("why staff", max_length=300, blank=True)
+    staff_flagged_at = models.DateTimeField(_("passed to staff"), null=True, blank=True, db_index=True)
+    staff_reason = models.CharField(_("why staff"), max_length=300, blank=True)
 
-    created_at = models.DateTimeField("created", default=timezone.now)
-    submitted_at = models.DateTimeField("sent to the bank", null=True, blank=True)
-    final_at = models.DateTimeField("final status at", null=True, blank=True)
-    updated_at = models.DateTimeField("updated", auto_now=True)
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
+    submitted_at = models.DateTimeField(_("sent to the bank"), null=True, blank=True)
+    final_at = models.DateTimeField(_("final status at"), null=True, blank=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
-        verbose_name = "payment"
-        verbose_name_plural = "payments"
+        verbose_name = _("payment")
+        verbose_name_plural = _("payments")
         ordering = ["-created_at", "-id"]
         constraints = [
             models.CheckConstraint(condition=models.Q(amount__gt=0), name="payment_amount_positive"),
@@ -274,7 +275,11 @@ class Payment(models.Model):
 
     def __str__(self) -> str:
         amount = amount_plain(self.amount, self.currency) if self.amount is not None else "-"
-        return f"Payment #{self.pk} {amount} to {self.creditor_name}"
+        return _("Payment #%(pk)s %(amount)s to %(name)s") % {
+            "pk": self.pk,
+            "amount": amount,
+            "name": self.creditor_name,
+        }
 
     @property
     def creditor_address(self) -> dict | None:
@@ -311,24 +316,28 @@ class PaymentEventKind(models.TextChoices):
 class PaymentEvent(models.Model):
     """The payment's timeline: every bank status seen (with time) and every step of the portal's handling."""
 
-    payment = models.ForeignKey(Payment, verbose_name="payment", on_delete=models.CASCADE, related_name="events")
-    at = models.DateTimeField("at", default=timezone.now)
-    kind = models.CharField("kind", max_length=20, choices=PaymentEventKind.choices)
-    transaction_status = models.CharField("bank status", max_length=4, blank=True)
-    funds_available = models.BooleanField("funds available", null=True, blank=True)
+    payment = models.ForeignKey(
+        Payment, verbose_name=_("payment"), on_delete=models.CASCADE, related_name="events"
+    )
+    at = models.DateTimeField(_("at"), default=timezone.now)
+    kind = models.CharField(_("kind"), max_length=20, choices=PaymentEventKind.choices)
+    transaction_status = models.CharField(_("bank status"), max_length=4, blank=True)
+    funds_available = models.BooleanField(_("funds available"), null=True, blank=True)
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL,
-        verbose_name="by",
+        verbose_name=_("by"),
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="+",
     )
-    detail = models.CharField("detail", max_length=512, blank=True, help_text="Bank's text or the portal's note.")
+    detail = models.CharField(
+        _("detail"), max_length=512, blank=True, help_text=_("Bank's text or the portal's note.")
+    )
 
     class Meta:
-        verbose_name = "payment event"
-        verbose_name_plural = "payment events"
+        verbose_name = _("payment event")
+        verbose_name_plural = _("payment events")
         ordering = ["at", "id"]
         indexes = [models.Index(fields=["payment", "at"], name="paymentevent_timeline_idx")]
 
@@ -341,14 +350,14 @@ class PaymentAuthorisation(models.Model):
     per further signer; each is tied to the SCA state (TPP-Session-ID) its callback must bring back."""
 
     payment = models.ForeignKey(
-        Payment, verbose_name="payment", on_delete=models.CASCADE, related_name="authorisations"
+        Payment, verbose_name=_("payment"), on_delete=models.CASCADE, related_name="authorisations"
     )
     signer = models.ForeignKey(
-        settings.AUTH_USER_MODEL, verbose_name="signer", on_delete=models.PROTECT, related_name="+"
+        settings.AUTH_USER_MODEL, verbose_name=_("signer"), on_delete=models.PROTECT, related_name="+"
     )
     sca_state = models.OneToOneField(
         "connections.ScaState",
-        verbose_name="SCA state",
+        verbose_name=_("SCA state"),
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
@@ -356,17 +365,17 @@ class PaymentAuthorisation(models.Model):
     )
     # The bank's authorisation (startAuthorisation's answer): its id and scaStatus link, read by the status polls
     # while the signer approves in the bank's app (no redirect back comes then).
-    authorisation_id = models.CharField("authorisationId", max_length=200, blank=True)
-    sca_status_href = models.CharField("scaStatus link", max_length=1000, blank=True)
-    sca_status = models.CharField("scaStatus", max_length=40, blank=True)
-    started_at = models.DateTimeField("started", default=timezone.now)
-    completed_at = models.DateTimeField("signed", null=True, blank=True)
-    failed_at = models.DateTimeField("failed", null=True, blank=True)
-    failure = models.CharField("failure", max_length=512, blank=True)
+    authorisation_id = models.CharField(_("authorisationId"), max_length=200, blank=True)
+    sca_status_href = models.CharField(_("scaStatus link"), max_length=1000, blank=True)
+    sca_status = models.CharField(_("scaStatus"), max_length=40, blank=True)
+    started_at = models.DateTimeField(_("started"), default=timezone.now)
+    completed_at = models.DateTimeField(_("signed"), null=True, blank=True)
+    failed_at = models.DateTimeField(_("failed"), null=True, blank=True)
+    failure = models.CharField(_("failure"), max_length=512, blank=True)
 
     class Meta:
-        verbose_name = "payment authorisation"
-        verbose_name_plural = "payment authorisations"
+        verbose_name = _("payment authorisation")
+        verbose_name_plural = _("payment authorisations")
         ordering = ["started_at", "id"]
         constraints = [
             # One signature per signer and payment (a second attempt reuses the row until it is completed).

@@ -16,6 +16,8 @@ from zoneinfo import ZoneInfo
 
 from django.core.exceptions import ValidationError
 from django.utils import timezone
+from django.utils.formats import date_format
+from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext_lazy
 from schwifty import BIC, IBAN
@@ -413,6 +415,12 @@ def latest_execution_date(today: date) -> date:
         return today.replace(year=today.year + 1, day=28)
 
 
+def _date_in_language(value: date):
+    """The date as the page's language writes it (tpp_portal/formats: 01.12.2026 in bokmål, 1 Dec 2026 in
+    English), formatted when the message is shown, not in ISO's 2026-12-01."""
+    return lazy(date_format, str)(value, "DATE_FORMAT")
+
+
 def validate_execution_date(value: date, *, today: date | None = None) -> None:
     """Not before today's date in Norway (the bank executes by its own calendar, whatever the user's clock), and
     not further ahead than the bank accepts."""
@@ -421,12 +429,12 @@ def validate_execution_date(value: date, *, today: date | None = None) -> None:
         raise ValidationError(
             _("The execution date cannot be in the past (today is %(today)s in Norway)."),
             code="execution_date_past",
-            params={"today": today.isoformat()},
+            params={"today": _date_in_language(today)},
         )
     latest = latest_execution_date(today)
     if value > latest:
         raise ValidationError(
             _("The bank accepts an execution date at most one year ahead: %(latest)s at the latest."),
             code="execution_date_too_far",
-            params={"latest": latest.isoformat()},
+            params={"latest": _date_in_language(latest)},
         )

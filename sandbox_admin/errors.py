@@ -7,6 +7,8 @@ the X-Request-ID so that the call can be found in the audit log.
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
+
 from xs2a.errors import (
     ClientError,
     OutcomeUnknownError,
@@ -41,23 +43,30 @@ def sandbox_error(exc: Xs2aError, *, what: str) -> SandboxError:
     texts = _bank_texts(exc)
     if isinstance(exc, OutcomeUnknownError):  # before ServerError: a 5xx to a POST is both
         if exc.status is None:
-            reason = "The bank did not answer"
+            reason = _("The bank did not answer")
         else:
-            reason = f"The bank failed (HTTP {exc.status}{': ' + texts if texts else ''})"
-        message = (
-            f"{reason}, so it is not known whether {what} went through. "
-            "Check the customer list before trying again."
-        )
+            status = f"HTTP {exc.status}{': ' + texts if texts else ''}"
+            reason = _("The bank failed (%(status)s)") % {"status": status}
+        message = _(
+            "%(reason)s, so it is not known whether %(what)s went through. Check the customer list before trying "
+            "again."
+        ) % {"reason": reason, "what": what}
     elif isinstance(exc, TransportError):
-        message = "The bank could not be reached. Try again in a moment."
+        message = _("The bank could not be reached. Try again in a moment.")
     elif isinstance(exc, ClientError):
-        message = f"The bank refused: {texts}" if texts else f"The bank refused the request (HTTP {exc.status})."
+        if texts:
+            message = _("The bank refused: %(texts)s") % {"texts": texts}
+        else:
+            message = _("The bank refused the request (HTTP %(status)s).") % {"status": exc.status}
     elif isinstance(exc, ServerError):
-        message = f"The bank failed (HTTP {exc.status})" + (f": {texts}" if texts else ".")
+        if texts:
+            message = _("The bank failed (HTTP %(status)s): %(texts)s") % {"status": exc.status, "texts": texts}
+        else:
+            message = _("The bank failed (HTTP %(status)s).") % {"status": exc.status}
     elif isinstance(exc, UnexpectedResponseError):
-        message = f"The bank's answer could not be read ({exc.message})."
+        message = _("The bank's answer could not be read (%(error)s).") % {"error": exc.message}
     else:
-        message = f"The bank call failed: {texts or exc.message}"
+        message = _("The bank call failed: %(error)s") % {"error": texts or exc.message}
     if exc.request_id:
         message += f" [X-Request-ID {exc.request_id}]"
     return SandboxError(message, path=exc.path, request_id=exc.request_id)

@@ -1,5 +1,6 @@
 """Forms of the sandbox admin area. Each checks what it can before the bank is called; ``add_bank_error`` puts the
-bank's refusal beside the field its tppMessage path names (or above the form). Operator labels stay English."""
+bank's refusal beside the field its tppMessage path names (or above the form). Its labels are translated like
+the pages."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from decimal import Decimal
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy as _
 from stdnum.no import fodselsnummer, orgnr
 
 from core.money import minor_units
@@ -17,9 +19,9 @@ from sandbox_admin.errors import SandboxError
 from xs2a.models import SandboxCustomer
 
 PRIVATE, CORPORATE = "PRIVATE", "CORPORATE"
-CUSTOMER_TYPES = [(PRIVATE, "Private"), (CORPORATE, "Corporate")]
-ACCOUNT_TYPES = [("ACCOUNT", "Account"), ("CARD", "Card account")]
-BOOKING_STATUSES = [("booked", "Booked"), ("pending", "Pending")]
+CUSTOMER_TYPES = [(PRIVATE, _("Private")), (CORPORATE, _("Corporate"))]
+ACCOUNT_TYPES = [("ACCOUNT", _("Account")), ("CARD", _("Card account"))]
+BOOKING_STATUSES = [("booked", _("Booked")), ("pending", _("Pending"))]
 _CURRENCY = re.compile(r"^[A-Z]{3}$")
 # Free text goes to the bank as JSON; what it cannot process (emoji, control characters) is refused here, as for a
 # payment, instead of failing in the bank client.
@@ -40,11 +42,11 @@ class BankErrorsMixin:
 def _currency(value: str) -> str:
     code = value.strip().upper()
     if not _CURRENCY.match(code):
-        raise ValidationError("Three letters of ISO 4217, such as NOK.")
+        raise ValidationError(_("Three letters of ISO 4217, such as NOK."))
     try:
         minor_units(code)
     except KeyError:
-        raise ValidationError("%(code)s is not a currency code.", params={"code": code}) from None
+        raise ValidationError(_("%(code)s is not a currency code."), params={"code": code}) from None
     return code
 
 
@@ -78,10 +80,10 @@ class ListingForm(forms.Form):
     """The toggles of GET /v1/sandbox/customers."""
 
     with_accounts = forms.BooleanField(
-        required=False, label="With accounts", help_text="Include each customer's mock accounts (slower)."
+        required=False, label=_("With accounts"), help_text=_("Include each customer's mock accounts (slower).")
     )
     with_agreements = forms.BooleanField(
-        required=False, label="With agreements", help_text="Include each customer's agreements (slower)."
+        required=False, label=_("With agreements"), help_text=_("Include each customer's agreements (slower).")
     )
 
 
@@ -93,22 +95,22 @@ class CustomerCreateForm(BankErrorsMixin, forms.Form):
     }
 
     customer_type = forms.ChoiceField(
-        label="Type", choices=CUSTOMER_TYPES, widget=forms.RadioSelect, initial=PRIVATE
+        label=_("Type"), choices=CUSTOMER_TYPES, widget=forms.RadioSelect, initial=PRIVATE
     )
     customer_number = forms.CharField(
-        label="Customer number",
+        label=_("Customer number"),
         max_length=20,
-        help_text=(
+        help_text=_(
             "A valid Norwegian national identity number (11 digits); a corporate customer may instead have an "
             "organisation number (9 digits). Testers type it at the bank's SCA screen."
         ),
     )
-    customer_name = forms.CharField(label="Name", max_length=140, validators=TEXT)
+    customer_name = forms.CharField(label=_("Name"), max_length=140, validators=TEXT)
 
     def clean_customer_number(self) -> str:
         number = re.sub(r"[\s.-]", "", self.cleaned_data["customer_number"])
         if not re.fullmatch(r"[0-9]{9}|[0-9]{11}", number):
-            raise ValidationError("11 digits (national identity number), or 9 for an organisation number.")
+            raise ValidationError(_("11 digits (national identity number), or 9 for an organisation number."))
         return number
 
     def clean(self):
@@ -116,30 +118,32 @@ class CustomerCreateForm(BankErrorsMixin, forms.Form):
         number, kind = data.get("customer_number"), data.get("customer_type")
         if number and kind:
             if len(number) == 11 and not fodselsnummer.is_valid(number):
-                self.add_error("customer_number", "Not a valid national identity number (check digits).")
+                self.add_error("customer_number", _("Not a valid national identity number (check digits)."))
             elif len(number) == 9 and kind != CORPORATE:
-                self.add_error("customer_number", "A private customer needs an 11-digit national identity number.")
+                self.add_error(
+                    "customer_number", _("A private customer needs an 11-digit national identity number.")
+                )
             elif len(number) == 9 and not orgnr.is_valid(number):
-                self.add_error("customer_number", "Not a valid organisation number (check digit).")
+                self.add_error("customer_number", _("Not a valid organisation number (check digit)."))
         return data
 
 
 class AgreementCreateForm(BankErrorsMixin, forms.Form):
     bank_paths = {"name": "name", "signersRequired": "signers_required", "userCustomerIds": "users"}
 
-    name = forms.CharField(label="Agreement name", max_length=140, validators=TEXT)
+    name = forms.CharField(label=_("Agreement name"), max_length=140, validators=TEXT)
     signers_required = forms.IntegerField(
-        label="Signers required",
+        label=_("Signers required"),
         min_value=1,
         max_value=5,
         initial=1,
-        help_text="Signatures a payment needs (1-5).",
+        help_text=_("Signatures a payment needs (1-5)."),
     )
     users = forms.MultipleChoiceField(
-        label="Users",
+        label=_("Users"),
         required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text="People who may act for the company under this agreement (the company itself always may).",
+        help_text=_("People who may act for the company under this agreement (the company itself always may)."),
     )
 
     def __init__(self, *args, others: list[SandboxCustomer], **kwargs) -> None:
@@ -159,29 +163,31 @@ class AccountCreateForm(BankErrorsMixin, forms.Form):
         "agreementId": "agreement",
     }
 
-    account_type = forms.ChoiceField(label="Type", choices=ACCOUNT_TYPES, initial="ACCOUNT")
-    currency = forms.CharField(label="Currency", max_length=3, initial="NOK")
-    name = forms.CharField(label="Account name", max_length=70, validators=TEXT)
+    account_type = forms.ChoiceField(label=_("Type"), choices=ACCOUNT_TYPES, initial="ACCOUNT")
+    currency = forms.CharField(label=_("Currency"), max_length=3, initial="NOK")
+    name = forms.CharField(label=_("Account name"), max_length=70, validators=TEXT)
     product = forms.CharField(
-        label="Product",
+        label=_("Product"),
         max_length=70,
         required=False,
         validators=TEXT,
-        help_text="Empty: Brukskonto, or Kredittkort for a card.",
+        help_text=_("Empty: Brukskonto, or Kredittkort for a card."),
     )
-    balance = forms.DecimalField(label="Opening balance", required=False, max_digits=23)
-    credit_limit = forms.DecimalField(label="Credit limit", required=False, max_digits=23, min_value=Decimal("0"))
+    balance = forms.DecimalField(label=_("Opening balance"), required=False, max_digits=23)
+    credit_limit = forms.DecimalField(
+        label=_("Credit limit"), required=False, max_digits=23, min_value=Decimal("0")
+    )
     agreement = forms.ChoiceField(
-        label="Add to agreement",
+        label=_("Add to agreement"),
         required=False,
-        help_text="A company's account is in no agreement until added to one.",
+        help_text=_("A company's account is in no agreement until added to one."),
     )
 
     def __init__(self, *args, customer: SandboxCustomer, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.customer = customer
         if customer.customer_type == CORPORATE:
-            self.fields["agreement"].choices = [("", "(none)")] + [
+            self.fields["agreement"].choices = [("", _("(none)"))] + [
                 (a.id, a.name or a.id) for a in customer.agreements
             ]
         else:
@@ -213,34 +219,38 @@ class MockTransactionForm(BankErrorsMixin, forms.Form):
         "mockAccountId": "account",
     }
 
-    account = forms.ChoiceField(label="Account")
+    account = forms.ChoiceField(label=_("Account"))
     amount = forms.DecimalField(
-        label="Amount",
+        label=_("Amount"),
         max_digits=23,
-        help_text="Positive; the bank makes it money out when this account is the debtor.",
+        help_text=_("Positive; the bank makes it money out when this account is the debtor."),
     )
-    currency = forms.CharField(label="Currency", max_length=3, initial="NOK", help_text="The account's currency.")
-    booking_status = forms.ChoiceField(label="Status", choices=BOOKING_STATUSES, initial="booked")
+    currency = forms.CharField(
+        label=_("Currency"), max_length=3, initial="NOK", help_text=_("The account's currency.")
+    )
+    booking_status = forms.ChoiceField(label=_("Status"), choices=BOOKING_STATUSES, initial="booked")
     booking_date = forms.DateField(
-        label="Booking date", required=False, help_text="YYYY-MM-DD; empty: the bank's today."
+        label=_("Booking date"), required=False, help_text=_("YYYY-MM-DD; empty: the bank's today.")
     )
-    counterparty_name = forms.CharField(label="Counterparty name", max_length=70, required=False, validators=TEXT)
+    counterparty_name = forms.CharField(
+        label=_("Counterparty name"), max_length=70, required=False, validators=TEXT
+    )
     debtor_iban = forms.CharField(
-        label="Debtor IBAN",
+        label=_("Debtor IBAN"),
         max_length=42,
         required=False,
-        help_text="This account's IBAN for money out; someone else's (outside this bank) for money in.",
+        help_text=_("This account's IBAN for money out; someone else's (outside this bank) for money in."),
     )
-    creditor_iban = forms.CharField(label="Creditor IBAN", max_length=42, required=False)
-    remittance = forms.CharField(label="Message", max_length=140, required=False, validators=TEXT)
-    kid = forms.CharField(label="KID", max_length=25, required=False)
-    end_to_end_id = forms.CharField(label="End-to-end id", max_length=35, required=False, validators=TEXT)
+    creditor_iban = forms.CharField(label=_("Creditor IBAN"), max_length=42, required=False)
+    remittance = forms.CharField(label=_("Message"), max_length=140, required=False, validators=TEXT)
+    kid = forms.CharField(label=_("KID"), max_length=25, required=False)
+    end_to_end_id = forms.CharField(label=_("End-to-end id"), max_length=35, required=False, validators=TEXT)
 
     def __init__(self, *args, customer: SandboxCustomer, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.customer = customer
-        self.fields["account"].choices = [(a, f"Account {a}") for a in customer.accounts] + [
-            (a, f"Card account {a}") for a in customer.card_accounts
+        self.fields["account"].choices = [(a, _("Account %(id)s") % {"id": a}) for a in customer.accounts] + [
+            (a, _("Card account %(id)s") % {"id": a}) for a in customer.card_accounts
         ]
 
     def clean_currency(self) -> str:
@@ -255,7 +265,7 @@ class MockTransactionForm(BankErrorsMixin, forms.Form):
     def clean_kid(self) -> str:
         kid = self.cleaned_data["kid"].strip()
         if kid and not re.fullmatch(r"[0-9]{2,25}", kid):
-            raise ValidationError("A KID is 2 to 25 digits.")
+            raise ValidationError(_("A KID is 2 to 25 digits."))
         return kid
 
     def clean(self):
@@ -263,7 +273,7 @@ class MockTransactionForm(BankErrorsMixin, forms.Form):
         _clean_amount(self, "amount", data.get("currency"))
         debtor, creditor = data.get("debtor_iban"), data.get("creditor_iban")
         if debtor and creditor and debtor == creditor:
-            self.add_error("creditor_iban", "Debtor and creditor must be different accounts.")
+            self.add_error("creditor_iban", _("Debtor and creditor must be different accounts."))
         return data
 
 
@@ -272,8 +282,8 @@ class EngagementForm(BankErrorsMixin, forms.Form):
 
     bank_paths = {"accountId": "account", "agreementId": "agreement"}
 
-    agreement = forms.ChoiceField(label="Agreement")
-    account = forms.ChoiceField(label="Account")
+    agreement = forms.ChoiceField(label=_("Agreement"))
+    account = forms.ChoiceField(label=_("Account"))
 
     def __init__(self, *args, customer: SandboxCustomer, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -285,13 +295,13 @@ class EngagementForm(BankErrorsMixin, forms.Form):
         data = super().clean()
         agreement = self.agreements.get(data.get("agreement", ""))
         if agreement is not None and data.get("account") in agreement.engagements:
-            self.add_error("account", "This account is in the agreement already.")
+            self.add_error("account", _("This account is in the agreement already."))
         return data
 
 
 class ResetForm(forms.Form):
     confirm = forms.BooleanField(
-        label="I understand: every customer created here is removed and the four known customers come back.",
+        label=_("I understand: every customer created here is removed and the four known customers come back."),
     )
 
 
@@ -300,9 +310,9 @@ class ClockForm(forms.Form):
 
     move = forms.ChoiceField(
         choices=[
-            ("now", "Run a batch now"),
-            ("hour", "+1 hour"),
-            ("next-batch", "To the next batch"),
-            ("day", "+1 day"),
+            ("now", _("Run a batch now")),
+            ("hour", _("+1 hour")),
+            ("next-batch", _("To the next batch")),
+            ("day", _("+1 day")),
         ]
     )

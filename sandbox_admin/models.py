@@ -4,12 +4,15 @@ customers, ``sandbox_admin.change_sandbox`` creates customers, agreements, accou
 resets the sandbox. The roles (staff/migrations) grant them: support may view, operators may also change."""
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class SandboxAccess(models.Model):
     class Meta:
         # No row is ever written: only its permissions are used. (A table all the same, so that tools going
         # through every model, dumpdata included, need no exception for it.)
+        verbose_name = _("sandbox access")
+        verbose_name_plural = _("sandbox access")
         default_permissions = ()
         permissions = [
             ("view_sandbox", "Can view the sandbox bank's customers"),

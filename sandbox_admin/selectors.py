@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from core.bank import bank_audit_context, bank_client
 from sandbox_admin.errors import SandboxError, sandbox_error
@@ -37,7 +38,7 @@ def sandbox_customers_list(*, actor, with_accounts: bool, with_agreements: bool)
             customers = client.sandbox.customers(with_accounts=with_accounts, with_agreements=with_agreements)
             duration_ms = (time.perf_counter() - started) * 1000
     except Xs2aError as exc:
-        raise sandbox_error(exc, what="the list") from exc
+        raise sandbox_error(exc, what=_("the list")) from exc
     return CustomerListing(
         customers=customers,
         with_accounts=with_accounts,
@@ -55,7 +56,7 @@ def sandbox_customer_get(*, actor, customer_id: str) -> SandboxCustomer:
     except ResourceUnknownError as exc:
         raise CustomerNotFound("The bank has no such sandbox customer.", request_id=exc.request_id) from exc
     except Xs2aError as exc:
-        raise sandbox_error(exc, what="the customer") from exc
+        raise sandbox_error(exc, what=_("the customer")) from exc
 
 
 def sandbox_clock_read(*, actor) -> SandboxClock:
@@ -64,4 +65,4 @@ def sandbox_clock_read(*, actor) -> SandboxClock:
         with bank_audit_context(user=actor):
             return bank_client().sandbox.clock()
     except Xs2aError as exc:
-        raise sandbox_error(exc, what="the clock") from exc
+        raise sandbox_error(exc, what=_("the clock")) from exc

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from core.bank import bank_audit_context, bank_client
 from payments.services.polling import polls_after_bank_batches
 from sandbox_admin.errors import SandboxError, sandbox_error
@@ -32,7 +34,7 @@ def sandbox_customer_create(
         with bank_audit_context(user=actor):
             customer = bank_client().sandbox.create_customer(body)
     except Xs2aError as exc:
-        raise sandbox_error(exc, what="the customer") from exc
+        raise sandbox_error(exc, what=_("the customer")) from exc
     log.info("sandbox customer created", extra={"customer_id": customer.customer_id, "type": customer_type})
     return customer
 
@@ -51,7 +53,7 @@ def sandbox_agreement_create(
         with bank_audit_context(user=actor):
             agreement = bank_client().sandbox.create_agreement(body)
     except Xs2aError as exc:
-        raise sandbox_error(exc, what="the agreement") from exc
+        raise sandbox_error(exc, what=_("the agreement")) from exc
     log.info("sandbox agreement created", extra={"customer_id": customer_id})
     return agreement
 
@@ -62,7 +64,7 @@ def sandbox_agreement_engage(*, actor, agreement_id: str, account_id: str) -> Ag
         with bank_audit_context(user=actor):
             return bank_client().sandbox.add_engagements(agreement_id, {"accountId": account_id})
     except Xs2aError as exc:
-        raise sandbox_error(exc, what="the engagement") from exc
+        raise sandbox_error(exc, what=_("the engagement")) from exc
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ def sandbox_account_create(
         with bank_audit_context(user=actor):
             account = bank_client().sandbox.create_account(body)
     except Xs2aError as exc:
-        raise sandbox_error(exc, what="the account") from exc
+        raise sandbox_error(exc, what=_("the account")) from exc
     log.info("sandbox account created", extra={"customer_id": customer_id, "account_type": account_type})
     if not agreement_id:
         return AccountCreated(account=account, agreement_id=None, engagement_error=None)
@@ -155,7 +157,7 @@ def sandbox_mock_transaction_create(
         with bank_audit_context(user=actor):
             created = bank_client().sandbox.create_mock_transaction(account_id, body)
     except Xs2aError as exc:
-        raise sandbox_error(exc, what="the transaction") from exc
+        raise sandbox_error(exc, what=_("the transaction")) from exc
     log.info("sandbox mock transaction created", extra={"booking_status": booking_status})
     return created
 
@@ -169,7 +171,7 @@ def sandbox_reset(*, actor) -> list[SandboxCustomer]:
         with bank_audit_context(user=actor):
             customers = bank_client().sandbox.initialize()
     except Xs2aError as exc:
-        raise sandbox_error(exc, what="the reset") from exc
+        raise sandbox_error(exc, what=_("the reset")) from exc
     log.warning("sandbox reset to its known state", extra={"customers": len(customers)})
     return customers
 
@@ -203,7 +205,7 @@ def sandbox_batches_run(*, actor, move: str) -> BatchesRun:
                 advance_seconds=ClockMove.SECONDS.get(move), until_next_batch=move == ClockMove.NEXT_BATCH
             )
     except Xs2aError as exc:
-        raise sandbox_error(exc, what="the batch run") from exc
+        raise sandbox_error(exc, what=_("the batch run")) from exc
     polled = polls_after_bank_batches()
     log.info(
         "sandbox batches run",

@@ -27,6 +27,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import formats
 from django.utils.http import urlencode
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 
 from sandbox_admin import selectors, services
@@ -177,8 +179,11 @@ def customer_create(request: HttpRequest) -> HttpResponse:
             # cookie (signed, not encrypted), and a customerNumber is a national identity number.
             messages.success(
                 request,
-                f"Customer {created.customer_name} created. Type its customer number (below) at the bank's SCA "
-                "screen to sign in as this customer.",
+                _(
+                    "Customer %(name)s created. Type its customer number (below) at the bank's SCA screen to "
+                    "sign in as this customer."
+                )
+                % {"name": created.customer_name},
             )
             return redirect(customer_url(created.customer_id))
     return render(request, "sandbox_admin/customer_create.html", {"form": form})
@@ -190,7 +195,7 @@ def agreement_create(request: HttpRequest) -> HttpResponse:
     try:
         company = _customer(request)
         if company.customer_type != CORPORATE:
-            messages.info(request, "A private customer's agreement is created by the bank with the customer.")
+            messages.info(request, _("A private customer's agreement is created by the bank with the customer."))
             return redirect(customer_url(company.customer_id))
         listing = selectors.sandbox_customers_list(actor=request.user, with_accounts=False, with_agreements=False)
     except SandboxError as exc:
@@ -209,7 +214,7 @@ def agreement_create(request: HttpRequest) -> HttpResponse:
         except SandboxError as exc:
             form.add_bank_error(exc)
         else:
-            messages.success(request, f"Agreement {agreement.name or agreement.id} created.")
+            messages.success(request, _("Agreement %(name)s created.") % {"name": agreement.name or agreement.id})
             return redirect(customer_url(company.customer_id))
     return render(request, "sandbox_admin/agreement_create.html", {"form": form, "customer": company})
 
@@ -222,7 +227,9 @@ def engagement_create(request: HttpRequest) -> HttpResponse:
     except SandboxError as exc:
         return _unavailable(request, exc)
     if company.customer_type != CORPORATE or not company.agreements:
-        messages.info(request, "Only a company's accounts are added to its agreements by hand; create one first.")
+        messages.info(
+            request, _("Only a company's accounts are added to its agreements by hand; create one first.")
+        )
         return redirect(customer_url(company.customer_id))
     form = EngagementForm(_posted(request), customer=company)
     if request.method == "POST" and form.is_valid():
@@ -235,7 +242,7 @@ def engagement_create(request: HttpRequest) -> HttpResponse:
         except SandboxError as exc:
             form.add_bank_error(exc)
         else:
-            messages.success(request, "The account is added to the agreement.")
+            messages.success(request, _("The account is added to the agreement."))
             return redirect(customer_url(company.customer_id))
     return render(request, "sandbox_admin/engagement_create.html", {"form": form, "customer": company})
 
@@ -266,13 +273,19 @@ def account_create(request: HttpRequest) -> HttpResponse:
             form.add_bank_error(exc)
         else:
             account = outcome.account
-            created = f"Account {account.resource_id} created" + (f", IBAN {account.iban}" if account.iban else "")
+            created = _("Account %(id)s created") % {"id": account.resource_id} + (
+                f", IBAN {account.iban}" if account.iban else ""
+            )
             if outcome.engagement_error:
                 messages.warning(
-                    request, f"{created}, but it is in no agreement: {outcome.engagement_error.message}"
+                    request,
+                    _("%(created)s, but it is in no agreement: %(why)s")
+                    % {"created": created, "why": outcome.engagement_error.message},
                 )
             else:
-                messages.success(request, created + ("; added to the agreement." if outcome.agreement_id else "."))
+                messages.success(
+                    request, created + (_("; added to the agreement.") if outcome.agreement_id else ".")
+                )
             return redirect(customer_url(owner.customer_id))
     return render(request, "sandbox_admin/account_create.html", {"form": form, "customer": owner})
 
@@ -285,7 +298,7 @@ def transaction_create(request: HttpRequest) -> HttpResponse:
     except SandboxError as exc:
         return _unavailable(request, exc)
     if not (owner.accounts or owner.card_accounts):
-        messages.info(request, "This customer has no account yet: create one first.")
+        messages.info(request, _("This customer has no account yet: create one first."))
         return redirect(customer_url(owner.customer_id))
     initial = {"account": request.GET.get("account", "")}
     form = MockTransactionForm(_posted(request), customer=owner, initial=initial)
@@ -313,8 +326,13 @@ def transaction_create(request: HttpRequest) -> HttpResponse:
             ident = created.card_transaction_id if isinstance(created, CardTransaction) else created.transaction_id
             messages.success(
                 request,
-                f"Transaction {ident or '(pending, no id yet)'} created: {amount.amount} {amount.currency} "
-                f"on {data['account']}.",
+                _("Transaction %(id)s created: %(amount)s %(currency)s on %(account)s.")
+                % {
+                    "id": ident or _("(pending, no id yet)"),
+                    "amount": amount.amount,
+                    "currency": amount.currency,
+                    "account": data["account"],
+                },
             )
             return redirect(customer_url(owner.customer_id))
     return render(request, "sandbox_admin/transaction_create.html", {"form": form, "customer": owner})
@@ -330,28 +348,36 @@ def reset(request: HttpRequest) -> HttpResponse:
         except SandboxError as exc:
             form.add_error(None, exc.message)
         else:
-            messages.success(request, f"The sandbox is back to its known state: {len(known)} customers.")
+            messages.success(
+                request, _("The sandbox is back to its known state: %(count)s customers.") % {"count": len(known)}
+            )
             return redirect("sandbox_admin:customers")
     return render(request, "sandbox_admin/reset.html", {"form": form})
 
 
 def _batches_message(run: services.BatchesRun, move: str) -> str:
     moved = {
-        services.ClockMove.NOW: "The bank ran a batch now",
-        services.ClockMove.HOUR: "The bank's clock moved 1 hour forward and its batches ran",
-        services.ClockMove.NEXT_BATCH: "The bank's clock moved to its next batch, which ran",
-        services.ClockMove.DAY: "The bank's clock moved 1 day forward and its batches ran",
+        services.ClockMove.NOW: _("The bank ran a batch now"),
+        services.ClockMove.HOUR: _("The bank's clock moved 1 hour forward and its batches ran"),
+        services.ClockMove.NEXT_BATCH: _("The bank's clock moved to its next batch, which ran"),
+        services.ClockMove.DAY: _("The bank's clock moved 1 day forward and its batches ran"),
     }[move]
     steps = run.clock.payment_steps or 0
-    text = (
-        f"{moved}: {steps} payment step{'s' if steps != 1 else ''}. "
-        f"Bank time {formats.date_format(run.clock.now.astimezone(datetime.UTC), 'DATETIME_FORMAT')} UTC."
-    )
+    bank_time = formats.date_format(run.clock.now.astimezone(datetime.UTC), "DATETIME_FORMAT")
+    text = ngettext(
+        "%(moved)s: %(steps)s payment step. Bank time %(time)s UTC.",
+        "%(moved)s: %(steps)s payment steps. Bank time %(time)s UTC.",
+        steps,
+    ) % {"moved": moved, "steps": steps, "time": bank_time}
     if run.polled:
         count = len(run.polled)
-        text += f" The portal is checking {count} payment{'s' if count != 1 else ''} in flight now."
+        text += " " + ngettext(
+            "The portal is checking %(count)s payment in flight now.",
+            "The portal is checking %(count)s payments in flight now.",
+            count,
+        ) % {"count": count}
     else:
-        text += " No payment in the portal is waiting for the bank's batches."
+        text += " " + _("No payment in the portal is waiting for the bank's batches.")
     return text
 
 
@@ -371,7 +397,7 @@ def clock(request: HttpRequest) -> HttpResponse:
             else:
                 messages.success(request, _batches_message(run, move))
             return redirect("sandbox_admin:clock")
-        messages.error(request, "Choose one of the buttons.")
+        messages.error(request, _("Choose one of the buttons."))
     try:
         bank_clock, error = selectors.sandbox_clock_read(actor=request.user), None
     except SandboxError as exc:

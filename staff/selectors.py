@@ -13,6 +13,7 @@ from decimal import Decimal
 
 from django.db.models import Count, F, Min, Q, QuerySet, Window
 from django.db.models.functions import RowNumber, TruncHour
+from django.utils.translation import gettext_lazy as _
 
 from core import certificates
 from core.models import BankCall
@@ -161,6 +162,22 @@ def payments_waiting() -> list[WaitingFigures]:
     ]
 
 
+#: The certificates' names on the dashboard, in the staff member's language (core.certificates keeps the English
+#: ones for the logs and metrics).
+CERTIFICATE_LABELS = {
+    "qsealc": _("TPP's QSealC (signs every request)"),
+    "bank_seal": _("Bank's seal (verifies the bank's answers)"),
+    "qwac": _("TPP's QWAC (TLS client certificate)"),
+    certificates.BANK_TLS: _("Bank's TLS certificate"),
+}
+#: The warning levels said in the staff member's language.
+LEVEL_LABELS = {
+    certificates.CRITICAL: _("7 days"),
+    certificates.WARNING: _("14 days"),
+    certificates.NOTICE: _("30 days"),
+}
+
+
 @dataclass(frozen=True)
 class CertificateFigures:
     name: str
@@ -177,6 +194,10 @@ class CertificateFigures:
     def needs_attention(self) -> bool:
         return self.level != certificates.OK
 
+    @property
+    def level_shown(self) -> str:
+        return str(LEVEL_LABELS.get(self.level, self.level))
+
 
 def certificate_figures(*, now: datetime) -> list[CertificateFigures]:
     """Every certificate of the bank connection with its days left and warning level (30, 14, 7 days, expired)."""
@@ -186,7 +207,7 @@ def certificate_figures(*, now: datetime) -> list[CertificateFigures]:
         found.append(
             CertificateFigures(
                 name=status.name,
-                label=status.label,
+                label=str(CERTIFICATE_LABELS.get(status.name, status.label)),
                 source=status.source,
                 subject=status.subject,
                 not_after=status.not_after,

@@ -1,7 +1,7 @@
 """The staff dashboard of the bank integration: calls of the last 24 hours and payments waiting on the bank.
 
-Staff only (the admin's sign-in), and only those who may read the audit log of bank calls. An operators' page:
-its labels are English only, like the admin's.
+Staff only (the admin's sign-in), and only those who may read the audit log of bank calls. Its words are
+translated like the customers' pages.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -46,23 +47,23 @@ def dashboard(request):
         "calls": _chart(
             names,
             {
-                "calls": [f.calls for f in operations],
-                "errors": [f.errors for f in operations],
+                _("calls"): [f.calls for f in operations],
+                _("errors"): [f.errors for f in operations],
                 "429": [f.too_many for f in operations],
             },
-            "calls",
+            _("calls"),
         ),
         "durations": _chart(
             names,
-            {"median": [f.median_ms for f in operations], "95th percentile": [f.p95_ms for f in operations]},
+            {_("median"): [f.median_ms for f in operations], _("95th percentile"): [f.p95_ms for f in operations]},
             "ms",
         ),
         "hours": _chart(
             [timezone.localtime(h.hour).strftime("%H:%M") for h in hours],
-            {"calls": [h.calls for h in hours], "errors": [h.errors for h in hours]},
-            "calls",
+            {_("calls"): [h.calls for h in hours], _("errors"): [h.errors for h in hours]},
+            _("calls"),
         ),
-        "waiting": _chart([w.label for w in waiting], {"payments": [w.count for w in waiting]}, "payments"),
+        "waiting": _chart([w.label for w in waiting], {_("payments"): [w.count for w in waiting]}, _("payments")),
     }
     context = {
         "since": since,

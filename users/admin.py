@@ -4,7 +4,7 @@ to enrol a second factor (users.services).
 An account made here has the typed address confirmed (users.signals): staff sign in with it or the username,
 and the enrolment link goes to it. Without one the sign-in had nothing to confirm and sent the browser between
 the sign-in and the confirmation page until it gave up; the form therefore refuses to make an account without one.
-Operators' pages: labels are English only.
+Operators' pages: labels are translated, like the customers' pages.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm
+from django.utils.translation import gettext_lazy as _
 
 from users.models import StaffInvitation
 from users.selectors import confirmed_address
@@ -27,7 +28,7 @@ INVITE_LIMIT = 20
 
 class UserCreationWithAddressForm(AdminUserCreationForm):
     email = forms.EmailField(
-        label="Email address",
+        label=_("Email address"),
         max_length=254,
         help_text="Required. Counts as confirmed: staff sign in with it and get their second-factor link there.",
     )
@@ -63,7 +64,7 @@ class PortalUserAdmin(UserAdmin):
     def has_invite_permission(self, request) -> bool:
         return request.user.is_superuser
 
-    @admin.action(description="Mail a second-factor enrolment link", permissions=["invite"])
+    @admin.action(description=_("Mail a second-factor enrolment link"), permissions=["invite"])
     def invite_second_factor(self, request, queryset) -> None:
         chosen = list(queryset.order_by("username")[: INVITE_LIMIT + 1])
         if len(chosen) > INVITE_LIMIT:

@@ -58,6 +58,7 @@ class SignInForm(allauth_forms.LoginForm):
         # ACCOUNT_LOGIN_METHODS: customers sign in with their e-mail address, accounts made by staff (and the demo
         # users of `make run`) with their username too.
         login.label = _("E-mail address or username")
+        login.error_messages["required"] = _("Enter your e-mail address or username.")
         login.widget.attrs.pop("placeholder", None)
         login.widget.attrs.update(
             {
@@ -70,6 +71,7 @@ class SignInForm(allauth_forms.LoginForm):
         )
         self.fields["password"].widget.attrs.pop("placeholder", None)
         self.fields["password"].help_text = ""
+        self.fields["password"].error_messages["required"] = _("Enter your password.")
 
     def clean(self):
         cleaned_data = super().clean()
@@ -98,6 +100,10 @@ class SignUpForm(allauth_forms.SignupForm):
         self.fields["password2"].label = _("Password confirmation")
         for name in ("password1", "password2"):
             self.fields[name].widget.attrs.pop("placeholder", None)
+        # Each empty field says which it is: three times "This field is required." named none of them.
+        email.error_messages["required"] = _("Enter your e-mail address.")
+        self.fields["password1"].error_messages["required"] = _("Enter a password.")
+        self.fields["password2"].error_messages["required"] = _("Enter the password again.")
 
     def validate_unique_email(self, value: str) -> str:
         if pending_sign_ups(value):

@@ -3,27 +3,28 @@
 A password alone never enrols one: whoever first held a staff password could otherwise enrol their own. A
 superuser (``manage.py staff_invite`` or the admin's action) has a single-use link mailed to the staff member's
 confirmed address; only the SHA-256 of its token is stored, so the table does not hold a working link.
-An operators' table: its labels are English only, like the other admin tables.
+Its labels are translated, as every admin table's.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class StaffInvitation(models.Model):
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, verbose_name="staff user", on_delete=models.CASCADE, related_name="+"
+        settings.AUTH_USER_MODEL, verbose_name=_("staff user"), on_delete=models.CASCADE, related_name="+"
     )
-    token_hash = models.CharField("token (SHA-256)", max_length=64, unique=True)
-    created_at = models.DateTimeField("created at")
-    expires_at = models.DateTimeField("expires at")
+    token_hash = models.CharField(_("token (SHA-256)"), max_length=64, unique=True)
+    created_at = models.DateTimeField(_("created at"))
+    expires_at = models.DateTimeField(_("expires at"))
     # Set once, by the conditional update that accepts the link (or that a newer invitation revokes it with).
-    used_at = models.DateTimeField("used or revoked at", null=True, blank=True)
+    used_at = models.DateTimeField(_("used or revoked at"), null=True, blank=True)
     invited_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
-        verbose_name="invited by",
+        verbose_name=_("invited by"),
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
@@ -31,7 +32,8 @@ class StaffInvitation(models.Model):
     )
 
     class Meta:
-        verbose_name = "second-factor invitation"
+        verbose_name = _("second-factor invitation")
+        verbose_name_plural = _("second-factor invitations")
         ordering = ["-created_at"]
 
     def __str__(self) -> str:

@@ -10,6 +10,8 @@ from django.contrib.admin.views.main import ChangeList
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.http import urlencode
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from accounts.ledger import refresh_budgets
 from accounts.models import BalanceSnapshot, BankAccount, RefreshCall, Transaction
@@ -60,7 +62,7 @@ class BankAccountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     )
     list_filter = ("kind", "consented", "currency", "connection__state", "connection__context")
     search_fields = ("name", "iban", "bban", "=connection__user__email")
-    search_help_text = "Account name, IBAN or BBAN (or part of them), or the owner's exact e-mail."
+    search_help_text = _("Account name, IBAN or BBAN (or part of them), or the owner's exact e-mail.")
     list_select_related = ("connection__user",)
     fieldsets = (
         (
@@ -83,8 +85,8 @@ class BankAccountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                 )
             },
         ),
-        ("Refresh", {"fields": ("balances_refreshed_at", "budget_used", "next_due", "blocked_until")}),
-        ("Related", {"fields": ("balances", "transactions", "bank_calls")}),
+        (_("Refresh"), {"fields": ("balances_refreshed_at", "budget_used", "next_due", "blocked_until")}),
+        (_("Related"), {"fields": ("balances", "transactions", "bank_calls")}),
     )
     readonly_fields = fieldset_fields(fieldsets)
     actions = [export_csv, "refresh_within_budget"]
@@ -92,45 +94,50 @@ class BankAccountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def get_changelist(self, request, **kwargs):
         return AccountChangeList
 
-    @admin.display(description="owner", ordering="connection__user__email")
+    @admin.display(description=_("owner"), ordering="connection__user__email")
     def owner(self, account: BankAccount) -> str:
         return str(account.connection.user)
 
-    @admin.display(description="connection")
+    @admin.display(description=_("connection"))
     def connection_link(self, account: BankAccount) -> str:
         url = reverse("admin:connections_bankconnection_change", args=[account.connection_id])
         return format_html('<a href="{}">{}</a>', url, account.connection)
 
-    @admin.display(description="unattended calls (24 h)")
+    @admin.display(description=_("unattended calls (24 h)"))
     def budget_used(self, account: BankAccount) -> str:
         budget = _budget_of(account)
-        return "-" if budget is None else f"{budget.used} of {budget.limit}"
+        return "-" if budget is None else _("%(used)s of %(limit)s") % {"used": budget.used, "limit": budget.limit}
 
-    @admin.display(description="next refresh due")
+    @admin.display(description=_("next refresh due"))
     def next_due(self, account: BankAccount):
         budget = _budget_of(account)
         return None if budget is None else budget.next_due_at
 
-    @admin.display(description="blocked until (429)")
+    @admin.display(description=_("blocked until (429)"))
     def blocked_until(self, account: BankAccount):
         budget = _budget_of(account)
         return None if budget is None else budget.blocked_until
 
-    @admin.display(description="balances")
+    @admin.display(description=_("balances"))
     def balances(self, account: BankAccount) -> str:
         url = reverse("admin:accounts_balancesnapshot_changelist") + "?" + urlencode({"account__id": account.pk})
-        return format_html('<a href="{}">{} balances</a>', url, account.balance_snapshots.count())
+        count = account.balance_snapshots.count()
+        return format_html(
+            '<a href="{}">{}</a>',
+            url,
+            ngettext("%(count)s balance", "%(count)s balances", count) % {"count": count},
+        )
 
-    @admin.display(description="transactions")
+    @admin.display(description=_("transactions"))
     def transactions(self, account: BankAccount) -> str:
         url = reverse("admin:accounts_transaction_changelist") + "?" + urlencode({"account__id": account.pk})
-        return format_html('<a href="{}">transactions</a>', url)
+        return format_html('<a href="{}">{}</a>', url, _("transactions"))
 
-    @admin.display(description="bank calls")
+    @admin.display(description=_("bank calls"))
     def bank_calls(self, account: BankAccount) -> str:
         return bank_calls_link(account)
 
-    @admin.action(description="Refresh now (unattended, within the daily budget)", permissions=["change"])
+    @admin.action(description=_("Refresh now (unattended, within the daily budget)"), permissions=["change"])
     def refresh_within_budget(self, request, queryset):
         def refresh(account: BankAccount) -> tuple[bool, str]:
             outcome = account_refresh(account_id=account.pk, presence=None, actor=request.user)
@@ -146,14 +153,14 @@ class BalanceSnapshotAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("account", "balance_type", "amount_shown", "currency", "reference_date", "fetched_at")
     list_filter = ("balance_type", "currency", "fetched_at")
     search_fields = ("account__name", "account__iban", "=account__connection__user__email")
-    search_help_text = "Account name or IBAN (or part of them), or the owner's exact e-mail."
+    search_help_text = _("Account name or IBAN (or part of them), or the owner's exact e-mail.")
     list_select_related = ("account",)
     show_full_result_count = False
     fields = ("account", "balance_type", "amount_shown", "currency", "reference_date", "fetched_at")
     readonly_fields = fields
     actions = [export_csv]
 
-    @admin.display(description="amount", ordering="amount")
+    @admin.display(description=_("amount"), ordering="amount")
     @csv_value(lambda balance: balance.amount)
     def amount_shown(self, balance: BalanceSnapshot) -> str:
         return amount_text(balance.amount, balance.currency).removesuffix(balance.currency).strip()
@@ -182,7 +189,7 @@ class TransactionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "account__iban",
         "=account__connection__user__email",
     )
-    search_help_text = (
+    search_help_text = _(
         "Part of the counterparty or the remittance text or the account's IBAN; an exact transactionId, "
         "end-to-end id, KID or owner's e-mail."
     )
@@ -208,12 +215,12 @@ class TransactionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     readonly_fields = fields
     actions = [export_csv]
 
-    @admin.display(description="amount", ordering="amount")
+    @admin.display(description=_("amount"), ordering="amount")
     @csv_value(lambda transaction: transaction.amount)
     def amount_shown(self, transaction: Transaction) -> str:
         return amount_text(transaction.amount, transaction.currency).removesuffix(transaction.currency).strip()
 
-    @admin.display(description="remittance")
+    @admin.display(description=_("remittance"))
     def remittance_short(self, transaction: Transaction) -> str:
         text = transaction.remittance or ""
         return text if len(text) <= 60 else text[:59] + "…"
@@ -226,7 +233,7 @@ class RefreshCallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("account", "kind", "reserved_at")
     list_filter = ("kind", "reserved_at")
     search_fields = ("account__iban", "account__name", "=account__connection__user__email")
-    search_help_text = "Part of the account's IBAN or name, or the owner's exact e-mail."
+    search_help_text = _("Part of the account's IBAN or name, or the owner's exact e-mail.")
     list_select_related = ("account",)
     show_full_result_count = False
     fields = ("account", "kind", "resource_key", "reserved_at")

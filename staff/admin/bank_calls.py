@@ -11,6 +11,8 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.http import urlencode
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from core.models import BankCall, CertificateCheck
 from staff.admin.helpers import export_csv
@@ -33,23 +35,24 @@ def bank_calls_link(obj: Model | None) -> str:
         return "-"
     content_type = ContentType.objects.get_for_model(obj)
     count = BankCall.objects.filter(content_type=content_type, object_id=str(obj.pk)).count()
-    return format_html('<a href="{}">{} bank call{}</a>', bank_calls_url(obj), count, "" if count == 1 else "s")
+    words = ngettext("%(count)s bank call", "%(count)s bank calls", count) % {"count": count}
+    return format_html('<a href="{}">{}</a>', bank_calls_url(obj), words)
 
 
 class StatusClassFilter(admin.SimpleListFilter):
-    title = "status class"
+    title = _("status class")
     parameter_name = "status_class"
     RANGES = {"2xx": (200, 299), "3xx": (300, 399), "4xx": (400, 499), "5xx": (500, 599)}
 
     def lookups(self, request, model_admin):
         return [
-            ("2xx", "2xx success"),
-            ("3xx", "3xx redirect"),
-            ("4xx", "4xx refused"),
-            ("429", "429 too many requests"),
-            ("5xx", "5xx bank failure"),
-            ("none", "no answer (transport error)"),
-            ("rejected", "answer not accepted (signature, malformed, too large)"),
+            ("2xx", _("2xx success")),
+            ("3xx", _("3xx redirect")),
+            ("4xx", _("4xx refused")),
+            ("429", _("429 too many requests")),
+            ("5xx", _("5xx bank failure")),
+            ("none", _("no answer (transport error)")),
+            ("rejected", _("answer not accepted (signature, malformed, too large)")),
         ]
 
     def queryset(self, request, queryset):
@@ -69,7 +72,7 @@ class StatusClassFilter(admin.SimpleListFilter):
 class OperationFilter(admin.SimpleListFilter):
     """Method and endpoint template, e.g. ``GET /v1/accounts/{account_id}/transactions``."""
 
-    title = "operation"
+    title = _("operation")
     parameter_name = "operation"
 
     def lookups(self, request, model_admin):
@@ -93,7 +96,7 @@ class OperationFilter(admin.SimpleListFilter):
 class UserFilter(admin.SimpleListFilter):
     """The user a call was made for: those with calls in the recent period, or the portal itself (no user)."""
 
-    title = "user"
+    title = _("user")
     parameter_name = "user"
     NONE = "none"
 
@@ -110,7 +113,7 @@ class UserFilter(admin.SimpleListFilter):
         if self.value() and self.value().isdigit():
             ids.add(int(self.value()))
         users = get_user_model().objects.filter(pk__in=ids).order_by("username")
-        return [(self.NONE, "the portal itself (no user)")] + [(str(user.pk), str(user)) for user in users]
+        return [(self.NONE, _("the portal itself (no user)"))] + [(str(user.pk), str(user)) for user in users]
 
     def queryset(self, request, queryset):
         value = self.value()
@@ -124,7 +127,7 @@ class UserFilter(admin.SimpleListFilter):
 class ConcerningFilter(admin.SimpleListFilter):
     """The calls about one object (``?concerning=payments.payment:12``), linked from that object's page."""
 
-    title = "object"
+    title = _("object")
     parameter_name = "concerning"
 
     def _parse(self) -> tuple[ContentType, str] | None:
@@ -142,7 +145,7 @@ class ConcerningFilter(admin.SimpleListFilter):
             return []  # offered only as the link from an object's page
         parsed = self._parse()
         if parsed is None:
-            return [(self.value(), "unknown object")]  # shown, so that its (empty) result applies
+            return [(self.value(), _("unknown object"))]  # shown, so that its (empty) result applies
         content_type, pk = parsed
         return [(self.value(), f"{content_type.name} #{pk}")]
 
@@ -181,7 +184,7 @@ class BankCallAdmin(admin.ModelAdmin):
         "started_at",
     )
     search_fields = ("=request_id", "=user__email", "path_template")
-    search_help_text = "An exact X-Request-ID, an exact user e-mail, or part of an endpoint."
+    search_help_text = _("An exact X-Request-ID, an exact user e-mail, or part of an endpoint.")
     # No date hierarchy: its year and month links are a DISTINCT over the whole log. The date filter's ranges
     # (today, past 7 days, this month) and the dashboard cover the periods staff ask about.
     list_select_related = ("user", "content_type")
@@ -218,11 +221,11 @@ class BankCallAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
-    @admin.display(description="operation", ordering="path_template")
+    @admin.display(description=_("operation"), ordering="path_template")
     def operation(self, call: BankCall) -> str:
         return f"{call.method} {call.path_template}"
 
-    @admin.display(description="HTTP status", ordering="status")
+    @admin.display(description=_("HTTP status"), ordering="status")
     def status_shown(self, call: BankCall) -> str:
         if call.status is not None and call.error and (call.status < 400 or call.refusal_reason):
             return f"{call.status}, not accepted ({call.error})"
@@ -230,13 +233,13 @@ class BankCallAdmin(admin.ModelAdmin):
             return str(call.status)
         return f"no answer ({call.error})" if call.error else "no answer"
 
-    @admin.display(description="tppMessages")
+    @admin.display(description=_("tppMessages"))
     def tpp_messages(self, call: BankCall) -> str:
         codes = ", ".join(call.tpp_message_codes or [])
         texts = " / ".join(call.tpp_message_texts or [])
         return f"{codes}: {texts}" if codes and texts else codes or texts
 
-    @admin.display(description="concerning")
+    @admin.display(description=_("concerning"))
     def concerning_link(self, call: BankCall) -> str:
         if call.content_type_id is None or not call.object_id:
             return "-"

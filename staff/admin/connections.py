@@ -16,6 +16,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from accounts.models import BankAccount
 from connections.errors import IllegalTransition
@@ -51,15 +53,15 @@ class ReconnectReasonForm(forms.Form):
 
 
 class ConsentValidityFilter(admin.SimpleListFilter):
-    title = "consent validity"
+    title = _("consent validity")
     parameter_name = "consent"
 
     def lookups(self, request, model_admin):
         return [
-            ("valid", "valid"),
-            ("expiring", "expires within 14 days"),
-            ("expired", "expired"),
-            ("none", "no consent"),
+            ("valid", _("valid")),
+            ("expiring", _("expires within 14 days")),
+            ("expired", _("expired")),
+            ("none", _("no consent")),
         ]
 
     def queryset(self, request, queryset):
@@ -81,7 +83,7 @@ class ConnectionEventInline(ReadOnlyInline, admin.TabularInline):
     fields = ("at", "from_state", "to_state", "reason", "actor")
     readonly_fields = fields
     ordering = ("at", "id")
-    verbose_name_plural = "timeline"
+    verbose_name_plural = _("timeline")
 
 
 class BankAccountInline(ReadOnlyInline, admin.TabularInline):
@@ -89,7 +91,7 @@ class BankAccountInline(ReadOnlyInline, admin.TabularInline):
     fields = ("account_link", "kind", "iban", "masked_pan", "currency", "consented", "balances_refreshed_at")
     readonly_fields = fields
 
-    @admin.display(description="account")
+    @admin.display(description=_("account"))
     def account_link(self, account: BankAccount) -> str:
         url = reverse("admin:accounts_bankaccount_change", args=[account.pk])
         return format_html('<a href="{}">{}</a>', url, account)
@@ -99,7 +101,7 @@ class ConsentReminderInline(ReadOnlyInline, admin.TabularInline):
     model = ConsentReminder
     fields = ("consent_valid_until", "days_before", "claimed_at", "sent_at")
     readonly_fields = fields
-    verbose_name_plural = "consent expiry reminders"
+    verbose_name_plural = _("consent expiry reminders")
 
 
 @admin.register(BankConnection)
@@ -119,7 +121,7 @@ class BankConnectionAdmin(IdentifierHashSearchMixin, ReadOnlyAdminMixin, admin.M
     )
     list_filter = ("state", "context", "access", ConsentValidityFilter, "created_at")
     search_fields = ("=user__email", "agreement_name")
-    search_help_text = (
+    search_help_text = _(
         "A user's exact e-mail, part of an agreement name, or an exact PSU-ID or PSU-Corporate-ID "
         "(matched by its keyed hash; identifiers are never stored in clear)."
     )
@@ -127,9 +129,9 @@ class BankConnectionAdmin(IdentifierHashSearchMixin, ReadOnlyAdminMixin, admin.M
     date_hierarchy = "created_at"
     fieldsets = (
         (None, {"fields": ("user", "context", "access", "state", "agreement_name")}),
-        ("Bank identity (masked)", {"fields": ("psu_id_masked", "psu_corporate_id_masked")}),
-        ("Consent", {"fields": ("sca_at", "consent_valid_until", "consent_status", "accounts_fetched_at")}),
-        ("Audit", {"fields": ("bank_calls", "created_at", "updated_at")}),
+        (_("Bank identity (masked)"), {"fields": ("psu_id_masked", "psu_corporate_id_masked")}),
+        (_("Consent"), {"fields": ("sca_at", "consent_valid_until", "consent_status", "accounts_fetched_at")}),
+        (_("Audit"), {"fields": ("bank_calls", "created_at", "updated_at")}),
     )
     readonly_fields = fieldset_fields(fieldsets)
     inlines = (ConnectionEventInline, BankAccountInline, ConsentReminderInline)
@@ -137,28 +139,30 @@ class BankConnectionAdmin(IdentifierHashSearchMixin, ReadOnlyAdminMixin, admin.M
 
     identifier_hash_fields = ("psu_id_hash", "psu_corporate_id_hash")
 
-    @admin.display(description="PSU-ID")
+    @admin.display(description=_("PSU-ID"))
     def psu_id_masked(self, connection: BankConnection) -> str:
         return masked(connection.psu_id) or "-"
 
-    @admin.display(description="PSU-Corporate-ID")
+    @admin.display(description=_("PSU-Corporate-ID"))
     def psu_corporate_id_masked(self, connection: BankConnection) -> str:
         return masked(connection.psu_corporate_id) or "-"
 
-    @admin.display(description="consent")
+    @admin.display(description=_("consent"))
     def consent_status(self, connection: BankConnection) -> str:
         if connection.consent_valid_until is None:
-            return "none"
+            return _("none")
         remaining = connection.consent_valid_until - timezone.now()
         if remaining <= timedelta(0):
-            return "expired"
-        return f"valid, {remaining.days} days left"
+            return _("expired")
+        return ngettext("valid, %(days)s day left", "valid, %(days)s days left", remaining.days) % {
+            "days": remaining.days
+        }
 
-    @admin.display(description="bank calls")
+    @admin.display(description=_("bank calls"))
     def bank_calls(self, connection: BankConnection) -> str:
         return bank_calls_link(connection)
 
-    @admin.action(description="Mark as needing reconnection", permissions=["change"])
+    @admin.action(description=_("Mark as needing reconnection"), permissions=["change"])
     def mark_needs_reconnect(self, request, queryset):
         """Asks for the reason first (a confirmation page), then moves each connection through the service."""
         form = ReconnectReasonForm(request.POST if "apply" in request.POST else None)
@@ -200,14 +204,14 @@ class ScaStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("id", "user", "purpose", "context", "connection", "created_at", "used_at", "outcome")
     list_filter = ("purpose", "context", "created_at")
     search_fields = ("=user__email",)
-    search_help_text = "A user's exact e-mail."
+    search_help_text = _("A user's exact e-mail.")
     list_select_related = ("user", "connection")
     date_hierarchy = "created_at"
     fields = ("user", "purpose", "context", "connection", "agreement_name", "created_at", "used_at", "outcome")
     readonly_fields = fields
     actions = [export_csv]
 
-    @admin.display(description="outcome")
+    @admin.display(description=_("outcome"))
     def outcome(self, state: ScaState) -> str:
         if state.used_at is not None:
             return "used"
@@ -221,7 +225,7 @@ class TppSessionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     list_display = ("id", "user", "started_at", "sca_at", "expires_at")
     search_fields = ("=user__email",)
-    search_help_text = "A user's exact e-mail."
+    search_help_text = _("A user's exact e-mail.")
     list_select_related = ("user",)
     fields = ("user", "started_at", "sca_at", "expires_at")
     readonly_fields = fields
@@ -237,7 +241,9 @@ class IdentityRefusalAdmin(IdentifierHashSearchMixin, ReadOnlyAdminMixin, admin.
     list_display = ("at", "user", "reason", "purpose", "bound_to", "detail")
     list_filter = ("reason", "purpose", "at")
     search_fields = ("=user__email",)
-    search_help_text = "A user's exact e-mail, or an exact PSU-ID or PSU-Corporate-ID (matched by its keyed hash)."
+    search_help_text = _(
+        "A user's exact e-mail, or an exact PSU-ID or PSU-Corporate-ID (matched by its keyed hash)."
+    )
     list_select_related = ("user", "bound_to")
     date_hierarchy = "at"
     fields = ("at", "user", "reason", "purpose", "bound_to", "detail")
@@ -253,7 +259,7 @@ class PsuBindingAdmin(IdentifierHashSearchMixin, ReadOnlyAdminMixin, admin.Model
 
     list_display = ("id", "user", "bound_at")
     search_fields = ("=user__email",)
-    search_help_text = "A user's exact e-mail, or an exact PSU-ID (matched by its keyed hash)."
+    search_help_text = _("A user's exact e-mail, or an exact PSU-ID (matched by its keyed hash).")
     list_select_related = ("user",)
     fields = ("user", "bound_at")
     readonly_fields = fields

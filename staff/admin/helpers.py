@@ -7,7 +7,7 @@
 - ``ReadOnlyAdminMixin``: objects that staff look at but never edit in a form (their writes go through
   services).
 
-Operators' pages: labels are English only, like the models' field labels.
+Operators' pages: labels are translated, like the models' field labels.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from django.http import HttpRequest, StreamingHttpResponse
 from django.utils import timezone
 from django.utils.html import strip_tags
 from django.utils.text import capfirst
+from django.utils.translation import gettext_lazy as _
 
 from connections.crypto import lookup_hash
 from core import csvsafe
@@ -118,7 +119,7 @@ def csv_rows(model_admin: admin.ModelAdmin, columns: list[str], queryset: QueryS
         yield [csv_safe(_cell_value(name, obj, model_admin)) for name in columns]
 
 
-@admin.action(description="Export selected rows to CSV")
+@admin.action(description=_("Export selected rows to CSV"))
 def export_csv(model_admin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet) -> StreamingHttpResponse:
     """The selected rows with the change list's columns (masked identifiers stay masked), streamed."""
     columns = [name for name in model_admin.get_list_display(request) if name != "action_checkbox"]

@@ -71,11 +71,11 @@ class ExchangeRateAdmin(admin.ModelAdmin):
 class WaitingFilter(admin.SimpleListFilter):
     """Payments still waiting on a final bank status (the dashboard's figure) or already settled."""
 
-    title = "bank status"
+    title = _("bank status")
     parameter_name = "waiting"
 
     def lookups(self, request, model_admin):
-        return [("yes", "waiting on a final status"), ("no", "final or never sent")]
+        return [("yes", _("waiting on a final status")), ("no", _("final or never sent"))]
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
@@ -93,7 +93,7 @@ STATE_LABELS = {**dict(PaymentState.choices), PaymentState.FINAL: _("Final statu
 class StateFilter(admin.SimpleListFilter):
     """The portal's state, in the staff's words (STATE_LABELS); the parameter is the one the dashboard links."""
 
-    title = "state"
+    title = _("state")
     parameter_name = "state__exact"
 
     def lookups(self, request, model_admin):
@@ -124,11 +124,11 @@ class StaffQueueFilter(admin.SimpleListFilter):
     """The payments the portal could not settle by itself (payments.services.staff): a lost answer past the
     replay window, a refused replay, no final status within the poll horizon."""
 
-    title = "staff queue"
+    title = _("staff queue")
     parameter_name = "staff"
 
     def lookups(self, request, model_admin):
-        return [("yes", "for staff to settle")]
+        return [("yes", _("for staff to settle"))]
 
     def queryset(self, request, queryset):
         if self.value() == "yes":
@@ -183,7 +183,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "created_at",
     )
     search_fields = ("=payment_id", "=user__email", "creditor_name", "=creditor_account", "=debtor_account")
-    search_help_text = (
+    search_help_text = _(
         "The bank's exact paymentId, an exact X-Request-ID or idempotency key, the initiator's exact e-mail, "
         "part of the creditor's name, or an exact account number."
     )
@@ -214,7 +214,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             },
         ),
         (
-            "The bank",
+            _("The bank"),
             {
                 "fields": (
                     "payment_id",
@@ -230,7 +230,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             },
         ),
         (
-            "Handling",
+            _("Handling"),
             {
                 "fields": (
                     "idempotency_key",
@@ -251,7 +251,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                 )
             },
         ),
-        ("Instruction as sent", {"classes": ("collapse",), "fields": ("body_json",)}),
+        (_("Instruction as sent"), {"classes": ("collapse",), "fields": ("body_json",)}),
     )
     # Not shown: the SCA state token (TPP-Session-ID), the encrypted PSU headers kept for a replay
     # (psu_identity, initiation_psu), the form as typed, the poll lease token and the bank's links' addresses.
@@ -267,7 +267,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             return results, may_have_duplicates
         return results | queryset.filter(Q(request_id=key) | Q(idempotency_key=key)), may_have_duplicates
 
-    @admin.display(description="amount", ordering="amount")
+    @admin.display(description=_("amount"), ordering="amount")
     @csv_value(lambda payment: amount_exact(payment.amount, payment.currency))  # the CSV cell: not grouped
     def amount_shown(self, payment: Payment) -> str:
         return amount_text(payment.amount, payment.currency)
@@ -276,34 +276,34 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def outcome_shown(self, payment: Payment) -> str:
         return payment_outcome(payment).label
 
-    @admin.display(description="state", ordering="state")
+    @admin.display(description=_("state"), ordering="state")
     def state_shown(self, payment: Payment) -> str:
         return str(STATE_LABELS.get(payment.state, payment.state))
 
-    @admin.display(description="NOK equivalent")
+    @admin.display(description=_("NOK equivalent"))
     def nok_equivalent_shown(self, payment: Payment) -> str:
         return amount_text(payment.nok_equivalent, "NOK")
 
-    @admin.display(description="fee")
+    @admin.display(description=_("fee"))
     def fee_shown(self, payment: Payment) -> str:
         return amount_text(payment.fee_amount, payment.fee_currency)
 
-    @admin.display(description="connection")
+    @admin.display(description=_("connection"))
     def connection_link(self, payment: Payment) -> str:
         if payment.connection_id is None:
             return "-"
         url = reverse("admin:connections_bankconnection_change", args=[payment.connection_id])
-        return format_html('<a href="{}">connection #{}</a>', url, payment.connection_id)
+        return format_html('<a href="{}">{}</a>', url, _("connection #%(pk)s") % {"pk": payment.connection_id})
 
-    @admin.display(description="bank's links")
+    @admin.display(description=_("bank's links"))
     def link_names(self, payment: Payment) -> str:
         return ", ".join(sorted(payment.links or {})) or "-"
 
-    @admin.display(description="bank calls")
+    @admin.display(description=_("bank calls"))
     def bank_calls(self, payment: Payment) -> str:
         return bank_calls_link(payment)
 
-    @admin.action(description="Poll the bank's status now", permissions=["change"])
+    @admin.action(description=_("Poll the bank's status now"), permissions=["change"])
     def poll_status_now(self, request, queryset):
         def poll(payment: Payment) -> tuple[bool, str]:
             outcome = payment_poll(payment_id=payment.pk, actor=request.user)
@@ -327,16 +327,17 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
         run_bank_action(self, request, queryset, settle, limit=ACTION_LIMIT, verb="settle")
 
-    @admin.action(description="Settle: the bank confirmed it HAS the payment", permissions=["change"])
+    @admin.action(description=_("Settle: the bank confirmed it HAS the payment"), permissions=["change"])
     def settle_at_bank(self, request, queryset):
         self._settle(request, queryset, at_bank=True, summary="the bank has the payment")
 
-    @admin.action(description="Settle: the bank confirmed it does NOT have the payment", permissions=["change"])
+    @admin.action(description=_("Settle: the bank confirmed it does NOT have the payment"), permissions=["change"])
     def settle_not_at_bank(self, request, queryset):
         self._settle(request, queryset, at_bank=False, summary="the bank does not have the payment")
 
     @admin.action(
-        description="Attach the bank's payment (by its paymentId, checked with the bank)", permissions=["change"]
+        description=_("Attach the bank's payment (by its paymentId, checked with the bank)"),
+        permissions=["change"],
     )
     def attach_bank_payment(self, request, queryset):
         from django.template.response import TemplateResponse

@@ -123,7 +123,7 @@ def test_overview_shows_balances_refresh_times_next_refresh_and_calls_left(alice
     assert f'href="/bank/accounts/{account.pk}/"' in row
     # One headline balance: the one the bank calls available, explained; the booked one is on the account page.
     assert "Available now" in row and "1,200.50 NOK" in row and "What the bank says you can use now." in row
-    assert "Booked, end of day" not in row and "-75.25 NOK" not in row
+    assert "Balance at the end of the last day" not in row and "-75.25 NOK" not in row
     detail = _html(alice_client.get(f"/bank/accounts/{account.pk}/"))
     assert "1,200.50 NOK" in detail and "-75.25 NOK" in detail
     assert _shown(account.balances_refreshed_at) in row

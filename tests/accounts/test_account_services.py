@@ -86,7 +86,7 @@ def test_accounts_overview_shows_latest_balances_in_constant_queries(
     # One headline balance per account: the available one (the booked one stays on the account page).
     assert body.count("-20.00 NOK") == n and "1,234.50 NOK" not in body
     assert "1.00 NOK" not in body
-    assert "Booked, end of day" not in body and body.count("Available now") == n
+    assert "Balance at the end of the last day" not in body and body.count("Available now") == n
 
 
 def test_refresh_now_fetches_the_accounts_of_a_pending_connection(alice, alice_client, fake_bank):

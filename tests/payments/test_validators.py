@@ -8,6 +8,7 @@ from decimal import Decimal, localcontext
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.utils import translation
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from schwifty import IBAN
@@ -384,7 +385,21 @@ def test_execution_date_in_the_past_is_refused():
     with pytest.raises(ValidationError) as exc:
         v.validate_execution_date(date(2026, 11, 19), today=date(2026, 11, 20))
     assert codes(exc) == ["execution_date_past"]
-    assert "2026-11-20" in message(exc)
+    assert "20 Nov 2026" in message(exc)
+
+
+def test_the_execution_date_messages_write_the_date_as_the_language_does():
+    with pytest.raises(ValidationError) as past:
+        v.validate_execution_date(date(2026, 11, 30), today=date(2026, 12, 1))
+    with pytest.raises(ValidationError) as far:
+        v.validate_execution_date(date(2027, 12, 2), today=date(2026, 12, 1))
+    with translation.override("nb"):
+        assert message(past) == "Betalingsdatoen kan ikke være tilbake i tid (i dag er det 01.12.2026 i Norge)."
+        assert "01.12.2027" in message(far)
+        assert "2026-12-01" not in message(past)
+    with translation.override("en"):
+        assert "1 Dec 2026" in message(past)
+        assert "1 Dec 2027" in message(far)
 
 
 def test_today_is_the_calendar_date_in_oslo(monkeypatch):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from django.utils import translation
+from django.utils.translation import gettext as _
+
 from sandbox_admin.errors import sandbox_error
 from xs2a import errors
 
@@ -29,3 +32,14 @@ def test_no_answer_after_sending_and_nothing_sent_are_told_apart():
     assert lost.message.startswith("The bank did not answer, so it is not known whether the account went through.")
     unsent = sandbox_error(errors.TransportError("refused", request_id="rid-3"), what="the account")
     assert unsent.message == "The bank could not be reached. Try again in a moment. [X-Request-ID rid-3]"
+
+
+def test_the_staff_member_reads_the_failure_in_their_language():
+    with translation.override("nb"):
+        lost = sandbox_error(errors.OutcomeUnknownError("reset", request_id="rid-4"), what=_("the customer"))
+        refused = sandbox_error(_bank_error(400, "POST"), what=_("the customer"))
+    assert lost.message == (
+        "Banken svarte ikke, så det er ukjent om kunden gikk gjennom. Sjekk kundelisten før du prøver igjen. "
+        "[X-Request-ID rid-4]"
+    )
+    assert refused.message == "Banken avviste: Teknisk feil (SYSTEM_ERROR) [X-Request-ID rid-1]"

@@ -71,4 +71,4 @@ def test_a_currency_outside_the_banks_list_is_refused(rate_admin):
 
 def test_customers_cannot_reach_the_rates_admin(alice_client):
     response = alice_client.get(reverse("admin:payments_exchangerate_changelist"))
-    assert response.status_code == 302  # to the admin login
+    assert response.status_code == 403  # refused where asked, not sent to the admin's sign-in

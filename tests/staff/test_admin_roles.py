@@ -134,8 +134,18 @@ def test_customers_and_visitors_never_see_the_admin(client, alice):
         assert response.status_code == 302 and reverse("admin:login") in response["Location"], address
     client.force_login(alice)
     for address in urls:
+        # Refused where she asked (the product's 403 page), not sent to /admin/login/?next=... first.
         response = client.get(address)
-        assert response.status_code == 302 and reverse("admin:login") in response["Location"], address
+        assert response.status_code == 403, address
+        assert "Location" not in response, address
+        assert b"<html" in response.content.lower() or b"<!doctype" in response.content.lower()
+
+
+def test_a_customer_posting_to_the_admin_is_refused_without_a_redirect(client, alice):
+    client.force_login(alice)
+    response = client.post(reverse("admin:logout"))
+    assert response.status_code == 403
+    assert "Location" not in response
 
 
 def test_the_admin_log_records_who_changed_and_added_a_rate(operator_client, operator):

@@ -100,7 +100,7 @@ def test_next_is_followed_only_inside_the_portal(client):
     ("fields", "field", "message"),
     [
         ({"email": "not-an-address"}, "email", "Enter a valid email address."),
-        ({"email": ""}, "email", "This field is required."),
+        ({"email": ""}, "email", "Enter your e-mail address."),
         ({"password2": "fjord-glacier-lantern-43"}, "password2", "You must type the same password each time."),
         ({"password1": "short1", "password2": "short1"}, "password1", "This password is too short."),
         ({"password1": "password123", "password2": "password123"}, "password1", "This password is too common."),
