@@ -22,8 +22,7 @@ from payments.spec import (
     CURRENCIES,
     NOK,
     REGULATORY_CODE_GROUPS,
-    REGULATORY_CODE_NORWEGIAN_NAMES,
-    RegulatoryReportingCode,
+    regulatory_code_name,
 )
 
 
@@ -73,13 +72,10 @@ def country_choices() -> list[tuple[str, str]]:
 
 
 def regulatory_code_choices() -> list:
-    """Grouped as the tax authority groups them: "29 - Other purchase or sale of services (Annet kjøp/...)"."""
-    labels = dict(RegulatoryReportingCode.choices)
+    """Grouped as the tax authority groups them: "29 - Other purchase or sale of services (Annet kjøp/...)", the
+    Norwegian name left out where it says the same (in bokmål)."""
     return [("", _("No code"))] + [
-        (
-            group,
-            [(code, f"{code} - {labels[code]} ({REGULATORY_CODE_NORWEGIAN_NAMES[code]})") for code in codes],
-        )
+        (group, [(code, regulatory_code_name(code, with_norwegian=True)) for code in codes])
         for group, codes in REGULATORY_CODE_GROUPS
     ]
 
