@@ -1,7 +1,7 @@
-"""What the review page lists of a payment's frozen body (the same bytes are what is signed and sent): every field
-the bank receives, in plain words: codes by their names, the execution date as a date, the account paid from
-with its name where the user's consent covers it. The page groups account numbers for reading (payment_format's
-``account_number``); the values here are the body's own."""
+"""What the review page (and the payment's page) lists of a payment's frozen body (the same bytes are what is
+signed and sent): every field the bank receives, in plain words: codes by their names, the execution date as a
+date, the account paid from with its name where the user's consent covers it. The pages group account numbers
+for reading (payment_format's ``account_number``); the values here are the body's own."""
 
 from __future__ import annotations
 
@@ -58,7 +58,12 @@ def _account_name(account: Any) -> str:
 def instruction_facts(payment: Payment, *, debtor_account: Any = None) -> InstructionFacts:
     """The review page's list of ``payment``'s body; ``debtor_account`` is the user's BankAccount it is paid
     from, where a consent covers it (None: the number alone)."""
-    body = json.loads(payment.body_json)
+    try:
+        body = json.loads(payment.body_json or "{}")
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
     amount = body.get("instructedAmount") or {}
     creditor = body.get("creditorAccount") or {}
     debtor = body.get("debtorAccount") or {}

@@ -26,6 +26,7 @@ from payments.forms_list import PaymentListFilterForm
 from payments.forms_review import ApproveForm
 from payments.models import Payment, PaymentState
 from payments.reporting_text import payment_rate_phrase
+from payments.review_facts import instruction_facts
 from payments.services import cancellation
 from payments.services.authorisation import (
     IN_APP_MESSAGE,
@@ -96,6 +97,7 @@ def _context(request, payment: Payment) -> dict:
         "status": status,
         "state_label": _state_label(payment, status),
         "fee_text": _fee_text(payment),
+        "instruction": instruction_facts(payment),
         "is_initiator": payment.user_id == user.pk,
         "may_sign": selectors.may_sign(user=user, payment=payment),
         "can_cancel": payment.user_id == user.pk and cancellation.cancellable(payment),
