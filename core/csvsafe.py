@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from decimal import Decimal
+
+from django.utils import timezone, translation
 
 from core.money import minor_units
 
@@ -40,6 +43,14 @@ def amount_cell(amount: Decimal | None, currency: str) -> str:
     return f"{amount:.{places}f}"
 
 
+def time_cell(moment: datetime | None) -> str:
+    """A moment in local time (TIME_ZONE, Europe/Oslo) to the second, with its offset:
+    ``2026-03-05T10:15:02+01:00``; None is empty."""
+    if moment is None:
+        return ""
+    return timezone.localtime(moment).replace(microsecond=0).isoformat()
+
+
 class Echo:
     """The file-like object csv.writer needs: hands each written line back instead of storing it."""
 
@@ -54,3 +65,16 @@ def stream(rows: Iterable[list[str]], *, bom: bool = True) -> Iterator[str]:
         yield BOM
     for row in rows:
         yield writer.writerow(row)
+
+
+def stream_in_language(rows: Iterable[list[str]], language: str | None, *, bom: bool = True) -> Iterator[str]:
+    """``stream`` with ``language`` active while each row is made: a streamed response's rows are made after the
+    view returned, when the request's language may no longer be the active one."""
+    iterator = iter(stream(rows, bom=bom))
+    while True:
+        with translation.override(language):
+            try:
+                chunk = next(iterator)
+            except StopIteration:
+                return
+        yield chunk

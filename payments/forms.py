@@ -72,6 +72,8 @@ class CrossBorderPaymentForm(forms.Form):
             "max_decimal_places": _("Use at most %(max)s decimal places."),
             "max_whole_digits": _("This amount is too large: at most %(max)s digits before the decimal point."),
         },
+        # A text field (not type=number, which refuses "1 250,50"), with the keyboard of digits and a separator.
+        widget=forms.TextInput(attrs={"inputmode": "decimal"}),
     )
     currency = forms.ChoiceField(label=_("Currency"), initial=NOK)
     creditor_name = text_field(
@@ -151,7 +153,7 @@ class CrossBorderPaymentForm(forms.Form):
         self.reporting_requirement: ReportingRequirement | None = None
         self._creditor_account_kind: str | None = None
 
-        currencies = currency_choices()
+        currencies = currency_choices(keep=self._currencies_given())
         self.fields["currency"].choices = currencies
         self.fields["creditor_account_currency"].choices = [("", _("Same as the payment")), *currencies]
         self.fields["creditor_country"].choices = [("", _("Choose a country")), *country_choices()]
@@ -278,6 +280,14 @@ class CrossBorderPaymentForm(forms.Form):
             for error in field_errors:
                 self.add_error(field, error)
         return data
+
+    def _currencies_given(self) -> set[str]:
+        """The currencies the form holds (posted, or the initial values of a draft being edited)."""
+        names = ("currency", "creditor_account_currency", "debtor_account_currency")
+        given = {self.initial.get(name) for name in names}
+        if self.is_bound:
+            given |= {self.data.get(self.add_prefix(name)) for name in names}
+        return {code for code in given if isinstance(code, str)}
 
     # --- what the bank receives ---------------------------------------------------------------------------------
     def instruction(self) -> PaymentInstruction:

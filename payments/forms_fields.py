@@ -5,6 +5,7 @@ the active language, its text fields, and the amount field that reads an amount 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 
 from babel import Locale, UnknownLocaleError
@@ -20,10 +21,10 @@ from payments import validators as v
 from payments.spec import (
     COUNTRIES,
     CURRENCIES,
+    CURRENCY_SET,
     NOK,
     REGULATORY_CODE_GROUPS,
-    REGULATORY_CODE_NORWEGIAN_NAMES,
-    RegulatoryReportingCode,
+    regulatory_code_name,
 )
 
 
@@ -48,22 +49,33 @@ def is_current_iso_currency(code: str) -> bool:
     return True
 
 
-def currency_choices() -> list:
-    """The bank's currencies, "EUR - Euro" in the active language, grouped for a <select>: the most used first
-    (FIRST_CURRENCIES), then the other current ISO 4217 codes by code, then, last, the withdrawn and unofficial
-    codes the bank still accepts (kept so that nobody who needs one is refused, but not offered first-class)."""
+def offered_currencies() -> list[str]:
+    """The currencies the form offers: the bank's list (bank_spec, shared with the sandbox bank) less the codes
+    ISO 4217 no longer lists (HRK, VEF, BYR, ZWD ...) and the local issues it never listed (GGP, JEP, IMP, TVD,
+    SPL, which have no name either); the most used first (FIRST_CURRENCIES), then the rest by code."""
+    rest = sorted(code for code in CURRENCIES if code not in FIRST_CURRENCIES and is_current_iso_currency(code))
+    return [*FIRST_CURRENCIES, *rest]
+
+
+def currency_choices(keep: Iterable[str] = ()) -> list:
+    """The offered currencies, "EUR - Euro" in the active language, grouped for a <select>: the most used, then
+    the others. A withdrawn code of the bank's list named in ``keep`` (the currency of a draft saved before it was
+    withdrawn) is offered last, in a group of its own, so that editing the draft neither loses nor changes it."""
     locale = _babel_locale()
 
     def choice(code: str) -> tuple[str, str]:
         name = get_currency_name(code, locale=locale)
         return code, code if name == code else f"{code} - {name}"
 
-    rest = sorted(code for code in CURRENCIES if code not in FIRST_CURRENCIES)
-    return [
+    offered = offered_currencies()
+    groups = [
         (_("Most used"), [choice(code) for code in FIRST_CURRENCIES]),
-        (_("Other currencies"), [choice(code) for code in rest if is_current_iso_currency(code)]),
-        (_("Withdrawn or unofficial codes"), [choice(code) for code in rest if not is_current_iso_currency(code)]),
+        (_("Other currencies"), [choice(code) for code in offered[len(FIRST_CURRENCIES) :]]),
     ]
+    kept = sorted({code for code in keep if code in CURRENCY_SET and code not in offered})
+    if kept:
+        groups.append((_("Withdrawn codes"), [choice(code) for code in kept]))
+    return groups
 
 
 def country_choices() -> list[tuple[str, str]]:
@@ -73,13 +85,10 @@ def country_choices() -> list[tuple[str, str]]:
 
 
 def regulatory_code_choices() -> list:
-    """Grouped as the tax authority groups them: "29 - Other purchase or sale of services (Annet kjøp/...)"."""
-    labels = dict(RegulatoryReportingCode.choices)
+    """Grouped as the tax authority groups them: "29 - Other purchase or sale of services (Annet kjøp/...)", the
+    Norwegian name left out where it says the same (in bokmål)."""
     return [("", _("No code"))] + [
-        (
-            group,
-            [(code, f"{code} - {labels[code]} ({REGULATORY_CODE_NORWEGIAN_NAMES[code]})") for code in codes],
-        )
+        (group, [(code, regulatory_code_name(code, with_norwegian=True)) for code in codes])
         for group, codes in REGULATORY_CODE_GROUPS
     ]
 

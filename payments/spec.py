@@ -10,6 +10,7 @@ own lives here: the labels shown to people (translatable), the groups of the sel
 from __future__ import annotations
 
 from django.db import models
+from django.utils.translation import get_language
 from django.utils.translation import gettext_lazy as _
 
 import bank_spec
@@ -26,6 +27,8 @@ __all__ = [
     "Limits",
     "PurposeCode",
     "RegulatoryReportingCode",
+    "purpose_code_name",
+    "regulatory_code_name",
 ]
 
 # The domestic currency: the regulatory threshold is stated in it and the NOK equivalent is computed into it.
@@ -99,6 +102,28 @@ REGULATORY_CODE_NORWEGIAN_NAMES: dict[str, str] = {
     "81": "Lønn",
     "82": "Arv, gave, med mer",
 }
+
+
+def regulatory_code_name(code: str, *, with_norwegian: bool = False) -> str:
+    """ "29 - Other purchase or sale of services" in the active language; with the authority's Norwegian name in
+    brackets when asked, unless the page is in Norwegian (the label is then Norwegian words already: "29 - Annet
+    kjøp/salg av tjenester", once). A code without a label is given as is."""
+    label = dict(RegulatoryReportingCode.choices).get(code)
+    if label is None:
+        return code
+    text = f"{code} - {label}"
+    norwegian = REGULATORY_CODE_NORWEGIAN_NAMES.get(code, "")
+    in_norwegian = (get_language() or "").startswith(("nb", "nn", "no"))
+    if with_norwegian and norwegian and not in_norwegian:
+        text += f" ({norwegian})"
+    return text
+
+
+def purpose_code_name(code: str) -> str:
+    """ "Supplier payment (SUPP)" in the active language; a code without a label as is."""
+    label = dict(PurposeCode.choices).get(code)
+    return f"{label} ({code})" if label is not None else code
+
 
 # The authority's grouping of the codes (docs/bank-interface.md, reference 7), for an <optgroup> select.
 REGULATORY_CODE_GROUPS: tuple[tuple[object, tuple[str, ...]], ...] = (

@@ -13,12 +13,34 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import reduce
 
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from payments.models import FINAL_TRANSACTION_STATUSES, PaymentState
+
+#: Bank statuses of a payment that was not carried out: no fee is charged for it.
+NOT_CARRIED_OUT = frozenset({"CANC", "RJCT"})
+
+
+@dataclass(frozen=True)
+class ChargedFee:
+    """The fee of a payment as the page and the export both give it: ``amount`` None when the bank has not said."""
+
+    amount: Decimal | None
+    currency: str
+    not_carried_out: bool = False
+
+
+def charged_fee(payment) -> ChargedFee:
+    """What the payment costs: the bank's fee, or zero for a payment the bank did not carry out (cancelled or
+    rejected), whatever the bank estimated before."""
+    currency = payment.fee_currency or payment.currency
+    if payment.transaction_status in NOT_CARRIED_OUT:
+        return ChargedFee(amount=Decimal(0), currency=currency, not_carried_out=True)
+    return ChargedFee(amount=payment.fee_amount, currency=currency)
 
 
 @dataclass(frozen=True)

@@ -205,7 +205,7 @@ def validate_iban(value: str) -> None:
 
 
 def normalise_bban(value: str) -> str:
-    """A domestic account number (BBAN): letters and digits only, at most 30 of them."""
+    """A domestic account number (BBAN): letters and digits only, at least one digit, at most 30 characters."""
     compact = compact_account_number(value).upper()
     if not compact:
         raise ValidationError(_("Enter an account number."), code="required")
@@ -213,6 +213,11 @@ def normalise_bban(value: str) -> str:
         raise ValidationError(
             _("An account number has only letters and digits (spaces, dots and hyphens are ignored)."),
             code="bban_characters",
+        )
+    if not any(char.isdigit() for char in compact):  # "hello": not an account number, whatever the BIC
+        raise ValidationError(
+            _("This is not a valid account number: an account number has digits. Check it, or enter the IBAN."),
+            code="bban_invalid",
         )
     if len(compact) > Limits.BBAN_MAX:
         raise ValidationError(

@@ -7,7 +7,6 @@ another user is a 404. Submitting needs the password typed recently (require_rec
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 
@@ -31,6 +30,7 @@ from payments.forms import CrossBorderPaymentForm, DebtorAccountOption, Domestic
 from payments.forms_review import ApproveForm, PaymentSubmitForm
 from payments.models import Payment, PaymentProduct, PaymentState
 from payments.reporting_text import payment_rate_phrase
+from payments.review_facts import instruction_facts
 from payments.selectors import payment_for_viewer, payment_owned
 from payments.services import approval_steps, authorisation, drafts, polling, reconciliation, submission
 from payments.services.lifecycle import EDITABLE_STATES
@@ -256,7 +256,10 @@ def payment_draft_delete(request, pk):
 
 
 def _review(request, payment: Payment, form: PaymentSubmitForm, *, status: int = 200, blocking=None):
-    funds, funds_unread = _funds(request, payment)
+    account = accounts_selectors.payable_account(
+        user=request.user, number=payment.debtor_account, connection_id=payment.connection_id
+    )
+    funds, funds_unread = _funds(request, payment, account)
     return render(
         request,
         "payments/review.html",
@@ -264,7 +267,7 @@ def _review(request, payment: Payment, form: PaymentSubmitForm, *, status: int =
             "payment": payment,
             "form": form,
             "body": payment.body_json,
-            "instruction": _instruction_view(payment),
+            "instruction": instruction_facts(payment, debtor_account=account),
             "domestic": payment.product == PaymentProduct.DOMESTIC,
             "funds": funds,
             "funds_unread": funds_unread,
@@ -276,13 +279,10 @@ def _review(request, payment: Payment, form: PaymentSubmitForm, *, status: int =
     )
 
 
-def _funds(request, payment: Payment) -> tuple[selectors.FundsCheck | None, bool]:
+def _funds(request, payment: Payment, account) -> tuple[selectors.FundsCheck | None, bool]:
     """The debtor account's available balance, read now with the user present, compared with the payment; None
-    when no consent of the user covers the account or the bank gave no available balance. The second value is
-    True when the bank could not be asked (the page says so; nothing is blocked)."""
-    account = accounts_selectors.payable_account(
-        user=request.user, number=payment.debtor_account, connection_id=payment.connection_id
-    )
+    when no consent of the user covers the account (``account`` None) or the bank gave no available balance. The
+    second value is True when the bank could not be asked (the page says so; nothing is blocked)."""
     if account is None:
         return None, False
     balance = accounts_services.account_available_balance_read(
@@ -296,33 +296,6 @@ def _funds(request, payment: Payment) -> tuple[selectors.FundsCheck | None, bool
         payment=payment, available=balance.amount, currency=balance.currency, read_at=balance.read_at
     )
     return check, False
-
-
-def _instruction_view(payment: Payment) -> dict:
-    """The frozen body as the review page lists it (the same bytes are what is sent)."""
-    body = json.loads(payment.body_json)
-    creditor = body.get("creditorAccount", {})
-    debtor = body.get("debtorAccount", {})
-    return {
-        "creditor_account": creditor.get("iban") or creditor.get("bban", ""),
-        "creditor_agent": body.get("creditorAgent", ""),
-        "creditor_address": body.get("creditorAddress"),
-        "debtor_account": debtor.get("iban") or debtor.get("bban", ""),
-        "debtor_currency": debtor.get("currency", ""),
-        "remittance": body.get("remittanceInformationUnstructured", ""),
-        "kid": next(
-            (
-                entry.get("reference", "")
-                for entry in body.get("remittanceInformationStructuredArray") or []
-                if isinstance(entry, dict) and entry.get("referenceType") == "KID"
-            ),
-            "",
-        ),
-        "purpose_code": body.get("purposeCode", ""),
-        "execution_date": body.get("requestedExecutionDate", ""),
-        "regulatory_code": body.get("regulatoryReportingCode", ""),
-        "regulatory_information": body.get("regulatoryReportingInformation", ""),
-    }
 
 
 def _to_approval(request, payment: Payment, *, in_app: bool = False):

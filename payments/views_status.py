@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from datetime import UTC
 
 from django.contrib import messages
 from django.core.cache import cache
@@ -14,19 +13,20 @@ from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import formats, timezone
+from django.utils.translation import get_language, gettext_lazy
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from connections.psu import psu_presence
 from core import csvsafe
-from core.csvsafe import amount_cell, text_cell
+from core.csvsafe import amount_cell, text_cell, time_cell
 from core.templatetags.portal_format import money
 from payments import selectors
 from payments.forms_list import PaymentListFilterForm
 from payments.forms_review import ApproveForm
 from payments.models import Payment, PaymentState
 from payments.reporting_text import payment_rate_phrase
+from payments.review_facts import instruction_facts
 from payments.services import cancellation
 from payments.services.authorisation import (
     IN_APP_MESSAGE,
@@ -36,15 +36,13 @@ from payments.services.authorisation import (
 )
 from payments.services.polling import payment_poll
 from payments.services.reconciliation import FOUND_MESSAGE, UNCONFIRMED_MESSAGE
-from payments.status import StatusText, status_text
+from payments.status import StatusText, charged_fee, status_text
 from users.security import ensure_recent_authentication, sensitive_page
 
 logger = logging.getLogger(__name__)
 
 #: The "check now" button asks the bank at most once in this many seconds per payment.
 CHECK_INTERVAL_SECONDS = 15
-#: Bank statuses of a payment that was not carried out: no fee is shown for it.
-NOT_CARRIED_OUT = frozenset({"CANC", "RJCT"})
 PAGE_SIZE = 25
 
 
@@ -69,12 +67,14 @@ def _state_label(payment: Payment, status: StatusText) -> str:
 
 
 def _fee_text(payment: Payment) -> str:
-    """The fee line: none for a payment the bank did not carry out, whatever it estimated before."""
-    if payment.transaction_status in NOT_CARRIED_OUT:
-        return _("None: the payment was not carried out.")
-    if payment.fee_amount is None:
+    """The fee line, as the export gives it (payments.status.charged_fee): no fee for a payment the bank did
+    not carry out, whatever it estimated before."""
+    fee = charged_fee(payment)
+    if fee.not_carried_out:
+        return _("No fee: the payment was not carried out.")
+    if fee.amount is None:
         return _("Not given by the bank")
-    text = money(payment.fee_amount, payment.fee_currency)
+    text = money(fee.amount, fee.currency)
     no_fee = _("no fee charged")
     return f"{text} ({no_fee})" if payment.fee_indicator is False else text
 
@@ -97,6 +97,7 @@ def _context(request, payment: Payment) -> dict:
         "status": status,
         "state_label": _state_label(payment, status),
         "fee_text": _fee_text(payment),
+        "instruction": instruction_facts(payment),
         "is_initiator": payment.user_id == user.pk,
         "may_sign": selectors.may_sign(user=user, payment=payment),
         "can_cancel": payment.user_id == user.pk and cancellation.cancellable(payment),
@@ -298,51 +299,59 @@ def payment_list(request):
     )
 
 
-CSV_HEADER = [
-    "created_at_utc",
-    "payment",
-    "product",
-    "creditor_name",
-    "creditor_account",
-    "amount",
-    "currency",
-    "requested_execution_date",
-    "bank_status",
-    "status",
-    "funds_available",
-    "fee",
-    "fee_currency",
-    "nok_equivalent",
-    "final_at_utc",
+#: (key, header) of the export's columns: the keys name them in code and tests, the headers are what people read.
+CSV_COLUMNS = [
+    ("created_at", gettext_lazy("Created")),
+    ("payment", gettext_lazy("Payment number")),
+    ("product", gettext_lazy("Type")),
+    ("creditor_name", gettext_lazy("Recipient")),
+    ("creditor_account", gettext_lazy("Recipient's account")),
+    ("amount", gettext_lazy("Amount")),
+    ("currency", gettext_lazy("Currency")),
+    ("requested_execution_date", gettext_lazy("Execution date")),
+    ("status", gettext_lazy("Status")),
+    ("status_code", gettext_lazy("Status code at the bank")),
+    ("funds_available", gettext_lazy("Funds available")),
+    ("fee", gettext_lazy("Fee")),
+    ("fee_currency", gettext_lazy("Fee currency")),
+    ("nok_equivalent", gettext_lazy("About in NOK")),
+    ("final_at", gettext_lazy("Final")),
 ]
+CSV_KEYS = [key for key, _header in CSV_COLUMNS]
+
+
+def _yes_no(value: bool | None) -> str:
+    return "" if value is None else (_("Yes") if value else _("No"))
 
 
 def _csv_rows(payments) -> Iterator[list[str]]:
-    yield CSV_HEADER
+    yield [str(header) for _key, header in CSV_COLUMNS]
     for payment in payments.iterator(chunk_size=500):
+        fee = charged_fee(payment)
         yield [
-            payment.created_at.astimezone(UTC).isoformat(),
+            time_cell(payment.created_at),
             str(payment.pk),
-            text_cell(payment.product),
+            text_cell(payment.get_product_display()),
             text_cell(payment.creditor_name),
             text_cell(payment.creditor_account),
             amount_cell(payment.amount, payment.currency),
             text_cell(payment.currency),
             payment.requested_execution_date.isoformat() if payment.requested_execution_date else "",
-            text_cell(payment.transaction_status),
             text_cell(status_text(payment.transaction_status, payment.funds_available).label),
-            "" if payment.funds_available is None else str(payment.funds_available).lower(),
-            amount_cell(payment.fee_amount, payment.fee_currency or payment.currency),
-            text_cell(payment.fee_currency),
+            text_cell(payment.transaction_status),
+            _yes_no(payment.funds_available),
+            amount_cell(fee.amount, fee.currency),
+            text_cell(fee.currency if fee.amount is not None else ""),
             amount_cell(payment.nok_equivalent, "NOK"),
-            payment.final_at.astimezone(UTC).isoformat() if payment.final_at else "",
+            time_cell(payment.final_at),
         ]
 
 
 @sensitive_page
 @require_GET
 def payment_export(request):
-    """The list as CSV, with the same filters; amounts as plain decimals (a dot, no grouping), times in UTC."""
+    """The list as CSV, with the same filters; headers and words in the user's language, amounts as plain
+    decimals (a dot, no grouping), times in local time with their offset, to the second."""
     form = PaymentListFilterForm(request.GET or None)
     if form.is_bound and not form.is_valid():
         return HttpResponse(
@@ -352,7 +361,9 @@ def payment_export(request):
         )
     filters = form.filters() if form.is_bound else selectors.ListFilters()
     payments = selectors.payments_list(user=request.user, filters=filters, drafts=False)
-    response = StreamingHttpResponse(csvsafe.stream(_csv_rows(payments)), content_type="text/csv; charset=utf-8")
+    response = StreamingHttpResponse(
+        csvsafe.stream_in_language(_csv_rows(payments), get_language()), content_type="text/csv; charset=utf-8"
+    )
     stamp = timezone.now().strftime("%Y%m%d-%H%M")
     response["Content-Disposition"] = f'attachment; filename="payments-{stamp}.csv"'
     return response

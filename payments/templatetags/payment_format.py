@@ -1,8 +1,10 @@
-"""Template filters of the payment pages: a recipient's postal address, and the signed body made readable."""
+"""Template filters of the payment pages: a recipient's postal address, an account number grouped for reading,
+and the signed body made readable."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from babel import Locale, UnknownLocaleError
@@ -30,6 +32,24 @@ def postal_address(address: Any) -> str:
     town = " ".join(part for part in (address.get("postalCode"), address.get("city")) if part)
     country = _country_name(address["country"]) if address.get("country") else ""
     return ", ".join(part for part in (street, town, country) if part)
+
+
+_IBAN = re.compile(r"[A-Z]{2}[0-9]{2}[A-Z0-9]{1,30}")
+_NORWEGIAN_BBAN = re.compile(r"[0-9]{11}")
+
+
+@register.filter
+def account_number(number: Any) -> str:
+    """An account number grouped for reading, for display only (the stored and sent value stays compact): an IBAN
+    in groups of four ("NO93 8601 1117 947"), a Norwegian 11-digit account number as 4-2-5 ("8601 11 17947"),
+    anything else as it is."""
+    text = str(number or "")
+    compact = "".join(text.split())
+    if _IBAN.fullmatch(compact):
+        return " ".join(compact[i : i + 4] for i in range(0, len(compact), 4))
+    if _NORWEGIAN_BBAN.fullmatch(compact):
+        return f"{compact[:4]} {compact[4:6]} {compact[6:]}"
+    return text
 
 
 @register.filter

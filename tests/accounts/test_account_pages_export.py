@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from accounts.models import BalanceSnapshot, TransactionStatus
 from accounts.selectors import balance_history
-from accounts.transactions_csv import HEADER, amount_cell, text_cell
+from accounts.transactions_csv import COLUMNS, KEYS, amount_cell, text_cell
 from tests.accounts.test_account_pages import TransactionFactory, booked_rows
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
 
@@ -32,9 +32,9 @@ def _csv(response) -> list[dict[str, str]]:
     assert response["Content-Disposition"].startswith('attachment; filename="transactions-')
     body = b"".join(response.streaming_content).decode("utf-8")
     assert body.startswith("\ufeff")
-    reader = csv.DictReader(io.StringIO(body[1:]))
-    assert reader.fieldnames == HEADER
-    return list(reader)
+    header, *lines = csv.reader(io.StringIO(body[1:]))
+    assert header == [str(label) for _key, label in COLUMNS]
+    return [dict(zip(KEYS, line, strict=True)) for line in lines]
 
 
 # --- CSV ------------------------------------------------------------------------------------------------------
@@ -48,19 +48,42 @@ def test_export_has_the_filtered_rows_only(alice_client, account):
 
     rows = _csv(alice_client.get(f"/bank/accounts/{account.pk}/transactions.csv", {"q": "husleie"}))
 
-    assert [r["transaction_id"] for r in rows] == [kept.transaction_id]
-    assert rows[0]["booking_date"] == "2026-03-05" and rows[0]["status"] == "booked"
+    assert [r["counterparty_name"] for r in rows] == [kept.counterparty_name]
+    assert rows[0]["booking_date"] == "2026-03-05" and rows[0]["status"] == "Booked"
 
 
 def test_export_of_everything_lists_pending_then_booked_newest_first(alice_client, account):
-    old = TransactionFactory(account=account, booking_date=date(2026, 1, 1))
-    new = TransactionFactory(account=account, booking_date=date(2026, 2, 1))
-    pending = TransactionFactory(account=account, status=TransactionStatus.PENDING, booking_date=None)
+    TransactionFactory(account=account, booking_date=date(2026, 1, 1), counterparty_name="Old")
+    TransactionFactory(account=account, booking_date=date(2026, 2, 1), counterparty_name="New")
+    TransactionFactory(account=account, status=TransactionStatus.PENDING, booking_date=None, counterparty_name="P")
 
     rows = _csv(alice_client.get(f"/bank/accounts/{account.pk}/transactions.csv"))
 
-    assert [r["transaction_id"] for r in rows] == [pending.transaction_id, new.transaction_id, old.transaction_id]
-    assert rows[0]["booking_date"] == ""
+    assert [r["counterparty_name"] for r in rows] == ["P", "New", "Old"]
+    assert rows[0]["booking_date"] == "" and rows[0]["status"] == "Pending"
+
+
+def test_export_gives_the_banks_reference_not_its_opaque_id(alice_client, account):
+    TransactionFactory(account=account, transaction_id="enc!!c2VjcmV0", raw={"entryReference": "REF-2026-0042"})
+    TransactionFactory(account=account, transaction_id="enc!!b3RoZXI=", raw={})
+
+    body = b"".join(alice_client.get(f"/bank/accounts/{account.pk}/transactions.csv").streaming_content).decode()
+    rows = _csv(alice_client.get(f"/bank/accounts/{account.pk}/transactions.csv"))
+
+    assert "enc!!" not in body
+    assert sorted(r["bank_reference"] for r in rows) == ["", "REF-2026-0042"]
+
+
+def test_export_headers_and_status_are_in_the_users_language(alice_client, account):
+    TransactionFactory(account=account, status=TransactionStatus.PENDING, booking_date=None)
+    alice_client.cookies["django_language"] = "nb"
+
+    body = b"".join(alice_client.get(f"/bank/accounts/{account.pk}/transactions.csv").streaming_content).decode()
+    header, line = csv.reader(io.StringIO(body[1:]))
+
+    assert header[:3] == ["Status", "Bokføringsdato", "Rentedato"]
+    assert not any("_" in cell for cell in header)
+    assert line[0] == "Ventende"
 
 
 def test_export_ignores_the_pager(alice_client, account):

@@ -173,7 +173,8 @@ def test_cross_border_payment_to_germany_reaches_acsc(page, portal, artifacts_di
     _new_payment(page, portal, debtor_label="BSU")
     _shot(page, artifacts_dir, "germany-review")
     review = page.locator("main").inner_text()
-    assert "Müller Maschinenbau GmbH" in review and "DE89370400440532013000" in review and "29" in review
+    assert "Müller Maschinenbau GmbH" in review and "DE89 3704 0044 0532 0130 00" in review
+    assert "29 - Other purchase or sale of services" in review
 
     page.get_by_role("button", name="Send to the bank and approve").click()
     page.wait_for_selector("button[name=action]", timeout=TIMEOUT)

@@ -1,6 +1,9 @@
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
+from django.utils import translation
+from django.utils.translation import gettext
 
 from core import csvsafe
 
@@ -42,3 +45,21 @@ def test_amount_cells_are_exact_and_keep_their_sign(amount, currency, cell):
 def test_stream_starts_with_a_bom_and_quotes_as_csv():
     lines = list(csvsafe.stream([["a", "b,c"], ["1", 'say "hi"']]))
     assert lines == ["\ufeff", 'a,"b,c"\r\n', '1,"say ""hi"""\r\n']
+
+
+def test_a_time_cell_is_oslo_time_to_the_second_with_its_offset():
+    assert csvsafe.time_cell(datetime(2026, 1, 15, 8, 0, 59, 999999, tzinfo=UTC)) == "2026-01-15T09:00:59+01:00"
+    assert csvsafe.time_cell(datetime(2026, 6, 15, 8, 0, 0, 1, tzinfo=UTC)) == "2026-06-15T10:00:00+02:00"
+    assert csvsafe.time_cell(None) == ""
+
+
+def test_rows_are_made_in_the_language_of_the_request_even_after_it_changed():
+    def rows():
+        yield [gettext("Amount")]
+        yield [gettext("Currency")]
+
+    with translation.override("en"):
+        streamed = csvsafe.stream_in_language(rows(), "nb")
+        assert next(streamed) == "\ufeff"
+        assert [next(streamed), next(streamed)] == ["Beløp\r\n", "Valuta\r\n"]
+        assert translation.get_language() == "en"

@@ -148,8 +148,8 @@ def test_payment_of_150000_nok_to_germany_asks_for_reporting_and_settles(page, p
     at_review(page, PASSWORD)
     step("review")
     review = page.locator("main").inner_text()
-    assert "Müller Maschinenbau GmbH" in review and "DE89370400440532013000" in review
-    assert "Payment type code" in review and "Engineering services" in review
+    assert "Müller Maschinenbau GmbH" in review and "DE89 3704 0044 0532 0130 00" in review  # grouped to read
+    assert "29 - Other purchase or sale of services" in review and "Engineering services" in review
     body = json.loads(page.locator("details.payment-body pre").text_content())
     assert body["regulatoryReportingCode"] == "29"
 
@@ -357,9 +357,12 @@ def test_cancellation_before_the_batch_then_the_list_filter_and_csv(page, produc
     step("list-filtered")
 
     exported = _csv_download(page)  # the same filter
-    assert [(row["payment"], row["bank_status"]) for row in exported] == [(str(pk), "CANC")], exported
-    assert exported[0]["amount"] == "1500.00" and exported[0]["currency"] == "NOK"
+    # The headers are the user's words (English here), the status in words with its code beside it.
+    assert [(row["Payment number"], row["Status code at the bank"], row["Status"]) for row in exported] == [
+        (str(pk), "CANC", "Cancelled")
+    ], exported
+    assert exported[0]["Amount"] == "1500.00" and exported[0]["Currency"] == "NOK"
     page.goto(f"{product.portal_url}/payments/")
-    everything = {row["payment"] for row in _csv_download(page)}
+    everything = {row["Payment number"] for row in _csv_download(page)}
     assert everything == {str(pk), str(pending)}, everything
     assert problems == []

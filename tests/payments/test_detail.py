@@ -281,8 +281,8 @@ def test_a_payment_not_carried_out_reads_so_without_a_fee(alice_client, alice, c
     assert "Completed" not in page  # not "Cancelled · Completed"
     assert 'id="payment-state-label" class="help" hidden></span>' in page
     assert "50.00 NOK" not in page
-    assert '<dd id="payment-fee">None: the payment was not carried out.</dd>' in page
-    assert data["stateLabel"] == "" and data["fee"] == "None: the payment was not carried out."
+    assert '<dd id="payment-fee">No fee: the payment was not carried out.</dd>' in page
+    assert data["stateLabel"] == "" and data["fee"] == "No fee: the payment was not carried out."
 
 
 def test_a_settled_payment_shows_its_fee_and_no_second_label(alice_client, alice):

@@ -1,5 +1,6 @@
 """The payments list: only the user's payments (and their company's awaiting their signature), filters,
-pagination, and the CSV export with the same filters (plain decimals, UTC, no spreadsheet formulas)."""
+pagination, and the CSV export with the same filters (headers and words in the user's language, plain decimals,
+local time to the second, no spreadsheet formulas)."""
 
 from __future__ import annotations
 
@@ -12,18 +13,24 @@ from decimal import Decimal
 from django.urls import reverse
 
 from payments.models import PaymentState
-from payments.views_status import CSV_HEADER, PAGE_SIZE
+from payments.views_status import CSV_COLUMNS, CSV_KEYS, PAGE_SIZE
 from tests.bank_factories import BankConnectionFactory
 from tests.payments.payment_factories import PaymentFactory
 
 
-def _csv(response) -> list[dict]:
+def _csv_lines(response) -> list[list[str]]:
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     assert response["Content-Disposition"].startswith('attachment; filename="payments-')
     raw = b"".join(response.streaming_content)
     assert raw.startswith("\ufeff".encode())  # spreadsheet programs read it as UTF-8
-    text = raw.decode("utf-8-sig")
-    return list(csv.DictReader(io.StringIO(text)))
+    return list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
+
+
+def _csv(response) -> list[dict]:
+    """The rows by the columns' keys, after checking the header is the English one."""
+    header, *lines = _csv_lines(response)
+    assert header == [str(label) for _key, label in CSV_COLUMNS]
+    return [dict(zip(CSV_KEYS, line, strict=True)) for line in lines]
 
 
 def test_the_list_shows_only_my_payments_newest_first(alice_client, alice, bob):
@@ -167,7 +174,7 @@ def test_pagination(alice_client, alice):
     assert "Creditor 000" in second and f"Creditor {PAGE_SIZE + 2:03d}" not in second
 
 
-def test_csv_export_has_the_filtered_rows_with_plain_decimals_and_utc(alice_client, alice, bob):
+def test_csv_export_has_the_filtered_rows_with_plain_decimals_and_local_time(alice_client, alice, bob):
     PaymentFactory(
         user=alice,
         creditor_name="Müller GmbH",
@@ -185,7 +192,6 @@ def test_csv_export_has_the_filtered_rows_with_plain_decimals_and_utc(alice_clie
 
     rows = _csv(alice_client.get(reverse("payment-export"), {"group": "completed"}))
 
-    assert list(rows[0]) == CSV_HEADER
     assert len(rows) == 1
     row = rows[0]
     assert row["creditor_name"] == "Müller GmbH"
@@ -195,9 +201,47 @@ def test_csv_export_has_the_filtered_rows_with_plain_decimals_and_utc(alice_clie
         "50.00",
         "150000.00",
     )
-    assert row["bank_status"] == "ACSC" and row["status"] == "Completed"
-    assert row["created_at_utc"] == "2026-03-02T09:30:00+00:00"
-    assert row["final_at_utc"] == "2026-03-02T15:02:00+00:00"
+    assert row["status_code"] == "ACSC" and row["status"] == "Completed"
+    assert row["created_at"] == "2026-03-02T10:30:00+01:00"  # Oslo, to the second
+    assert row["final_at"] == "2026-03-02T16:02:00+01:00"
+    assert row["product"] == "Cross-border credit transfer"
+
+
+def test_csv_export_speaks_the_users_language(alice_client, alice):
+    PaymentFactory(
+        user=alice,
+        transaction_status="ACSC",
+        state=PaymentState.FINAL,
+        funds_available=True,
+        created_at=datetime(2026, 7, 2, 9, 30, 15, 123456, tzinfo=UTC),
+    )
+    alice_client.cookies["django_language"] = "nb"
+
+    header, line = _csv_lines(alice_client.get(reverse("payment-export")))
+
+    row = dict(zip(CSV_KEYS, line, strict=True))
+    assert header[:4] == ["Opprettet", "Betalingsnummer", "Type", "Mottaker"]
+    assert not any("_" in cell for cell in header)
+    assert row["status"] == "Fullført" and row["status_code"] == "ACSC" and row["funds_available"] == "Ja"
+    assert row["created_at"] == "2026-07-02T11:30:15+02:00"  # summer time, no microseconds
+    assert "-" not in row["product"] and row["product"] != "norwegian-cross-border-credit-transfers"
+
+
+def test_csv_export_and_page_agree_that_a_cancelled_payment_cost_nothing(alice_client, alice):
+    payment = PaymentFactory(
+        user=alice,
+        transaction_status="CANC",
+        state=PaymentState.FINAL,
+        fee_amount=Decimal("75.00"),
+        fee_currency="NOK",
+    )
+
+    (row,) = _csv(alice_client.get(reverse("payment-export")))
+    page = alice_client.get(reverse("payment-detail", args=[payment.pk])).content.decode()
+
+    assert (row["fee"], row["fee_currency"]) == ("0.00", "NOK")
+    assert row["status"] == "Cancelled" and row["status_code"] == "CANC"
+    assert "75.00" not in page and "No fee: the payment was not carried out." in page
 
 
 def test_csv_export_keeps_odd_digits_and_defuses_formulas(alice_client, alice):
