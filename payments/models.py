@@ -391,11 +391,13 @@ class PaymentMailKind(models.TextChoices):
 
 
 class PaymentMail(models.Model):
-    """One event of a payment to mail its owner about, written in the transaction that stored the bank's status.
+    """One event of a payment to mail a user about, written in the transaction that stored the bank's status.
 
-    At most one per payment and kind (the unique constraint): a status read twice, or by two pollers at once,
-    is one row. A mail claims the user's waiting rows (``claim``: rows mailed together share it) before it is
-    sent, so that no row goes in two mails; ``sent_at`` is set once the mail server took it.
+    At most one per payment, event and user (the unique constraint): a status read twice, or by two pollers at
+    once, is one row. The owner is mailed; a payment that needs another signer is mailed to the company's other
+    signers in the portal too (those who have not signed). A mail claims the user's waiting rows (``claim``:
+    rows mailed together share it) before it is sent, so that no row goes in two mails; ``sent_at`` is set once
+    the mail server took it.
     """
 
     payment = models.ForeignKey(Payment, verbose_name="payment", on_delete=models.CASCADE, related_name="mails")
@@ -419,7 +421,9 @@ class PaymentMail(models.Model):
         verbose_name = "payment mail"
         verbose_name_plural = "payment mails"
         ordering = ["created_at", "id"]
-        constraints = [models.UniqueConstraint(fields=["payment", "kind"], name="paymentmail_once_per_event")]
+        constraints = [
+            models.UniqueConstraint(fields=["payment", "kind", "user"], name="paymentmail_once_per_event")
+        ]
         indexes = [models.Index(fields=["user", "claimed_at"], name="paymentmail_user_claimed_idx")]
 
     def __str__(self) -> str:

@@ -2,9 +2,11 @@
 rejected (with the reason in plain words), is cancelled or is settled.
 
 - **Recorded with the status.** ``payment_move`` (lifecycle.py) calls :func:`payment_mail_record` in the
-  transaction that stores the bank's status: one ``PaymentMail`` per payment and event (a unique constraint), so
-  a status read twice, or by two pollers at once, is one row (the poller that loses its lease rolls its row back
-  with the rest). Nothing is recorded for a user who turned the payment mails off ("My account").
+  transaction that stores the bank's status: one ``PaymentMail`` per payment, event and user (a unique
+  constraint), so a status read twice, or by two pollers at once, is one row (the poller that loses its lease
+  rolls its row back with the rest). The owner is mailed; a payment that needs another signer also goes to the
+  company's other signers in the portal who have not signed. Nothing is recorded for a user who turned the
+  payment mails off ("My account").
 - **Sent after the commit**, by the worker (``payments.send_payment_mails``, enqueued on commit; beat's
   ``payments.dispatch_payment_mails`` picks up whatever waits, every 5 minutes). :func:`payment_mails_send`
   claims all of the user's waiting rows in one conditional UPDATE under a lock of the user's row, so that no row
@@ -32,8 +34,9 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from connections.selectors import agreement_users
 from core.templatetags.portal_format import money
-from payments.models import Payment, PaymentMail, PaymentMailKind
+from payments.models import Payment, PaymentAuthorisation, PaymentMail, PaymentMailKind
 from payments.services import dispatch
 from users.selectors import confirmed_address, mail_settings
 
@@ -63,25 +66,41 @@ class MailRun:
 
 
 def payment_mail_record(payment_id: int, status: str, *, now: datetime | None = None) -> bool:
-    """Record that the payment reached ``status`` for its owner's mail (within the caller's transaction) and
-    enqueue the mail after the commit. False when the status is not mailed, the event is recorded already or
-    the owner turned the payment mails off."""
+    """Record that the payment reached ``status`` for the mails of those who follow it (within the caller's
+    transaction) and enqueue the mails after the commit. False when the status is not mailed, the event is
+    recorded already or nobody wants the mail."""
     kind = MAILED_STATUSES.get(status)
     if kind is None or PaymentMail.objects.filter(payment_id=payment_id, kind=kind).exists():
         return False
-    user_id = Payment.objects.filter(pk=payment_id).values_list("user_id", flat=True).first()
-    if user_id is None or not mail_settings(user_id).payment_mails:
+    payment = Payment.objects.select_related("connection").filter(pk=payment_id).first()
+    if payment is None:
         return False
-    row = PaymentMail(
-        payment_id=payment_id,
-        user_id=user_id,
-        kind=kind,
-        transaction_status=status,
-        created_at=now or timezone.now(),
-    )
-    PaymentMail.objects.bulk_create([row], ignore_conflicts=True)  # a concurrent writer's row stands
-    dispatch.enqueue(SEND_TASK, user_id)
-    return True
+    at = now or timezone.now()
+    users = [user_id for user_id in _recipients(payment, kind) if mail_settings(user_id).payment_mails]
+    rows = [
+        PaymentMail(payment_id=payment_id, user_id=user_id, kind=kind, transaction_status=status, created_at=at)
+        for user_id in users
+    ]
+    PaymentMail.objects.bulk_create(rows, ignore_conflicts=True)  # a concurrent writer's rows stand
+    for user_id in users:
+        dispatch.enqueue(SEND_TASK, user_id)
+    return bool(users)
+
+
+def _recipients(payment: Payment, kind: str) -> list[int]:
+    """The owner; for another signature, also the company's other signers in the portal who have not signed
+    (the users who may sign it: payments.selectors.may_sign)."""
+    users = [payment.user_id]
+    connection = payment.connection
+    if kind == K.NEEDS_SIGNER and payment.context == "CORPORATE" and connection is not None:
+        signed = set(
+            PaymentAuthorisation.objects.filter(payment=payment, completed_at__isnull=False).values_list(
+                "signer_id", flat=True
+            )
+        )
+        others = agreement_users(psu_corporate_id_hash=connection.psu_corporate_id_hash)
+        users += [user_id for user_id in others if user_id != payment.user_id and user_id not in signed]
+    return users
 
 
 def payment_mails_send(user_id: int, *, now: datetime | None = None) -> MailRun:
@@ -144,6 +163,14 @@ def rejection_reason(payment: Payment) -> str:
 def _event_text(row: PaymentMail) -> str:
     payment = row.payment
     words = {"amount": money(payment.amount, payment.currency), "creditor": payment.creditor_name}
+    if row.kind == K.NEEDS_SIGNER and row.user_id != payment.user_id:
+        return (
+            _(
+                "A payment of your company, %(amount)s to %(creditor)s, needs your signature. Open it and choose "
+                "to sign it at the bank."
+            )
+            % words
+        )
     if row.kind == K.NEEDS_SIGNER:
         return (
             _(

@@ -13,11 +13,13 @@ import pytest
 from django.core import mail
 from django.db import OperationalError, connection
 
-from payments.models import PaymentMail, PaymentMailKind, PaymentState
+from payments.models import PaymentAuthorisation, PaymentMail, PaymentMailKind, PaymentState
 from payments.services import notifications, polling
 from payments.services.lifecycle import payment_move
 from tests import bankfake
+from tests.factories import UserFactory
 from tests.payments.payment_factories import PaymentFactory
+from tests.payments.test_multisign import corporate_connection, corporate_pair
 from users.models import MailSettings
 
 STATUS = "/v1/payments/{product}/{paymentId}/status"
@@ -249,8 +251,6 @@ def _race(work, count: int = 4) -> list[BaseException]:
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_concurrent_writers_of_one_status_and_concurrent_senders_mail_once(eager_tasks):
-    from tests.factories import UserFactory
-
     user = UserFactory()
     payment = PaymentFactory(user=user, state=PaymentState.AWAITING_STATUS, transaction_status="ACSP")
 
@@ -268,3 +268,24 @@ def test_concurrent_writers_of_one_status_and_concurrent_senders_mail_once(eager
     assert _race(lambda: notifications.payment_mails_send(user.pk)) == []
     assert len(mail.outbox) == 1
     assert PaymentMail.objects.filter(payment=payment, sent_at__isnull=False).count() == 1
+
+
+def test_a_payment_that_needs_another_signer_is_mailed_to_the_signers_who_have_not_signed(
+    alice, bob, fake_bank, eager_tasks, django_capture_on_commit_callbacks
+):
+    signed, elsewhere = UserFactory(email="signed@example.com"), UserFactory(email="elsewhere@example.com")
+    payment = corporate_pair(alice, bob, state=PaymentState.AUTHORISING, transaction_status="RCVD")
+    corporate_connection(signed)
+    PaymentAuthorisation.objects.create(payment=payment, signer=signed, completed_at=NOW)
+    corporate_connection(elsewhere, company="0b6f3a52-3d5e-4c1e-8f27-7d4a9b1c2e3f")
+    mail_language(bob, "nb")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        poll_answering(fake_bank, payment, "PATC")
+
+    by_address = {m.to[0]: m for m in mail.outbox}
+    assert sorted(by_address) == ["alice@example.com", "bob@example.com"]
+    assert "needs another signature" in by_address["alice@example.com"].body
+    assert by_address["bob@example.com"].subject == "Fjordpay: en betaling trenger en signatur til"
+    assert "trenger signaturen din" in by_address["bob@example.com"].body
+    assert f"/payments/{payment.pk}/" in by_address["bob@example.com"].body
