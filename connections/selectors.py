@@ -116,6 +116,22 @@ def connection_for_agreement(*, user: Any, corporate_id_hash: str) -> BankConnec
     )
 
 
+def agreement_users(*, psu_corporate_id_hash: str) -> list[int]:
+    """The users with an active corporate connection to the agreement of ``psu_corporate_id_hash`` (the company's
+    signers in the portal; the inverse of :func:`confirmed_agreement_hashes`)."""
+    if not psu_corporate_id_hash:
+        return []
+    return sorted(
+        set(
+            BankConnection.objects.filter(
+                context=PsuContextChoice.CORPORATE,
+                state=ConnectionState.ACTIVE,
+                psu_corporate_id_hash=psu_corporate_id_hash,
+            ).values_list("user_id", flat=True)
+        )
+    )
+
+
 def confirmed_agreement_hashes(*, user: Any) -> list[str]:
     """The PSU-Corporate-ID hashes of the user's active corporate connections: the agreements the bank confirmed
     for this user (it listed them with the user's own PSU-ID, and answered with the connection)."""

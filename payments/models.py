@@ -388,3 +388,52 @@ class PaymentAuthorisation(models.Model):
 
     def __str__(self) -> str:
         return f"Authorisation of payment #{self.payment_id} by user #{self.signer_id}"
+
+
+class PaymentMailKind(models.TextChoices):
+    """What happened to a payment that its owner is mailed about (payments.services.notifications)."""
+
+    NEEDS_SIGNER = "needs_signer", _("Needs another signer")
+    REJECTED = "rejected", _("Rejected")
+    CANCELLED = "cancelled", _("Cancelled")
+    SETTLED = "settled", _("Settled")
+
+
+class PaymentMail(models.Model):
+    """One event of a payment to mail a user about, written in the transaction that stored the bank's status.
+
+    At most one per payment, event and user (the unique constraint): a status read twice, or by two pollers at
+    once, is one row. The owner is mailed; a payment that needs another signer is mailed to the company's other
+    signers in the portal too (those who have not signed). A mail claims the user's waiting rows (``claim``:
+    rows mailed together share it) before it is sent, so that no row goes in two mails; ``sent_at`` is set once
+    the mail server took it.
+    """
+
+    payment = models.ForeignKey(Payment, verbose_name="payment", on_delete=models.CASCADE, related_name="mails")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name="mailed to", on_delete=models.CASCADE, related_name="+"
+    )
+    kind = models.CharField("event", max_length=20, choices=PaymentMailKind.choices)
+    transaction_status = models.CharField("bank status", max_length=4, blank=True)
+    created_at = models.DateTimeField("happened at", default=timezone.now)
+    claim = models.CharField("mail", max_length=32, blank=True, help_text="Events mailed together share it.")
+    claimed_at = models.DateTimeField("mail started at", null=True, blank=True)
+    sent_at = models.DateTimeField("mailed at", null=True, blank=True)
+    dropped_at = models.DateTimeField(
+        "not mailed at",
+        null=True,
+        blank=True,
+        help_text="The user turned the payment mails off, or has no address.",
+    )
+
+    class Meta:
+        verbose_name = "payment mail"
+        verbose_name_plural = "payment mails"
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["payment", "kind", "user"], name="paymentmail_once_per_event")
+        ]
+        indexes = [models.Index(fields=["user", "claimed_at"], name="paymentmail_user_claimed_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of payment #{self.payment_id}"

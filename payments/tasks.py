@@ -8,7 +8,8 @@ import random
 from celery import shared_task
 
 from payments.rates import RateSourceMalformed, RateSourceUnavailable
-from payments.services import polling, reconciliation
+from payments.services import notifications, polling, reconciliation
+from payments.services.dispatch import enqueue_now
 from payments.services.exchange_rates import exchange_rates_refresh
 
 logger = logging.getLogger(__name__)
@@ -93,3 +94,26 @@ def dispatch_due_reconciliations() -> int:
 def find_unconfirmed_payments() -> int:
     """Look for the payments the bank did not confirm in their debtor accounts' stored transactions (beat)."""
     return reconciliation.unconfirmed_find_all()
+
+
+@shared_task(
+    name="payments.send_payment_mails",
+    ignore_result=True,
+    autoretry_for=(OSError,),
+    retry_backoff=60,
+    retry_kwargs={"max_retries": 5},
+)
+def send_payment_mails(user_id: int) -> int:
+    """Mail one user what happened to their payments (payments.services.notifications). A mail server that does
+    not answer is retried with backoff; events held back by the hour's limit are sent by beat's dispatcher."""
+    return notifications.payment_mails_send(user_id).events
+
+
+@shared_task(name="payments.dispatch_payment_mails", ignore_result=True)
+def dispatch_payment_mails() -> int:
+    """Enqueue a sender for every user whose payment mails wait (beat, every 5 minutes): after a lost enqueue,
+    a failed mail or the hour's limit."""
+    users = notifications.users_with_waiting_mails()
+    for user_id in users:
+        enqueue_now(notifications.SEND_TASK, user_id)
+    return len(users)

@@ -38,6 +38,12 @@ BEAT_SCHEDULE = {
         # as the account refreshes store them: found, the user is told the bank has the payment.
         "schedule": 300.0,
     },
+    "dispatch-payment-mails": {
+        "task": "payments.dispatch_payment_mails",
+        # Enqueues the payment mails that wait (payments/services/notifications.py): after a lost enqueue, a
+        # refused mail or the hour's limit per user.
+        "schedule": 300.0,
+    },
     "plan-account-refreshes": {
         "task": "accounts.plan_refreshes",
         # Enqueues the unattended refreshes of accounts whose next_refresh_at is due (every 6 hours + jitter per

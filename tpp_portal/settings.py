@@ -275,6 +275,10 @@ PAYMENT_POLL_BATCH_MAX_WAIT = timedelta(hours=6)  # with batch times: the longes
 # RCVD/PATC (waiting for the PSU's approval or further signers) is read on a backoff from the start of the SCA
 # for this long: the bank's SCA session lasts an hour (spec 3); after it, once every PAYMENT_POLL_MAX_INTERVAL.
 PAYMENT_POLL_SIGNERS_WINDOW = timedelta(hours=2)
+# --- payment mails (payments/services/notifications.py) -------------------------------------------------------
+# A payment that needs another signer, is rejected, cancelled or settled is mailed to its owner, at most this many
+# mails per user in any hour; what happens beyond that waits and goes in one mail when the hour allows.
+PAYMENT_MAILS_PER_HOUR = 4
 # No payment is polled for ever: one not final this long after it was sent (an unknown status, an approval never
 # given) goes to the staff queue instead (Django admin, payments "for staff").
 PAYMENT_POLL_HORIZON = timedelta(

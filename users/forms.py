@@ -9,6 +9,7 @@
   answer takes as long.
 - :class:`SignInForm`: an account without any e-mail address (made by a command) is refused with a sentence
   saying why, instead of being sent to a confirmation page with nothing to confirm (a redirect loop).
+- :class:`MailSettingsForm`: the language of the portal's mails and whether payments are mailed ("My account").
 - :class:`ReauthenticateForm` and :class:`ChangePasswordForm`: the password typed goes through the adapter's
   authenticate(), so wrong ones count towards the sign-in limit (allauth's password change checks the old
   password without counting it).
@@ -20,10 +21,13 @@ from allauth.account import forms as allauth_forms
 from allauth.account.adapter import get_adapter
 from allauth.account.internal.flows.manage_email import email_already_exists
 from allauth.account.models import EmailAddress
+from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.hashers import make_password
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxLengthValidator
+from django.utils.translation import get_language_info
 from django.utils.translation import gettext_lazy as _
 
 User = get_user_model()
@@ -152,3 +156,19 @@ class ChangePasswordForm(allauth_forms.ChangePasswordForm):
         if not get_adapter().reauthenticate(self.user, password):
             raise get_adapter().validation_error("enter_current_password")
         return password
+
+
+class MailSettingsForm(forms.Form):
+    """ "E-mails" on "My account": the language of the portal's mails and whether payments are mailed."""
+
+    language = forms.ChoiceField(label=_("Language of e-mails"), choices=())
+    payment_mails = forms.BooleanField(
+        label=_("E-mail me when a payment needs another signer, is rejected, is cancelled or is settled"),
+        required=False,
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["language"].choices = [
+            (code, get_language_info(code)["name_local"]) for code, _name in settings.LANGUAGES
+        ]

@@ -38,3 +38,27 @@ class StaffInvitation(models.Model):
 
     def __str__(self) -> str:
         return f"invitation of {self.user} ({self.created_at:%Y-%m-%d %H:%M} UTC)"
+
+
+class MailSettings(models.Model):
+    """What a user chose for the portal's own mails about their business (payments.services.notifications): the
+    language they come in (the language last chosen on the portal, or on "My account") and whether the
+    payment mails come at all. No row: the defaults (the portal's language, mails on)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        verbose_name="user",
+        primary_key=True,
+        on_delete=models.CASCADE,
+        related_name="mail_settings",
+    )
+    language = models.CharField("language of mails", max_length=8, default=settings.LANGUAGE_CODE)
+    payment_mails = models.BooleanField("mails about payments", default=True)
+    updated_at = models.DateTimeField("updated", auto_now=True)
+
+    class Meta:
+        verbose_name = "mail settings"
+        verbose_name_plural = "mail settings"
+
+    def __str__(self) -> str:
+        return f"mail settings of {self.user}"

@@ -1,4 +1,4 @@
-"""Reads of the users app: a user's confirmed address, and the invitation a link names."""
+"""Reads of the users app: a user's confirmed address, the invitation a link names, a user's mail settings."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import hashlib
 from typing import Any
 
 from allauth.account.models import EmailAddress
+from django.conf import settings
 from django.utils import timezone
 
-from users.models import StaffInvitation
+from users.models import MailSettings, StaffInvitation
 
 
 def confirmed_address(user: Any) -> str | None:
@@ -33,3 +34,12 @@ def staff_invitation_usable(*, user: Any, token: str) -> StaffInvitation | None:
         used_at__isnull=True,
         expires_at__gt=timezone.now(),
     ).first()
+
+
+def mail_settings(user_id: int) -> MailSettings:
+    """The user's mail settings, or the defaults (not saved) when they never chose: the portal's language and
+    the payment mails on. A language the portal no longer offers reads as the portal's language."""
+    found = MailSettings.objects.filter(user_id=user_id).first() or MailSettings(user_id=user_id)
+    if found.language not in dict(settings.LANGUAGES):
+        found.language = settings.LANGUAGE_CODE
+    return found

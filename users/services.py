@@ -1,4 +1,4 @@
-"""Writes of the users app: the invitations of staff to enrol a second factor.
+"""Writes of the users app: the invitations of staff to enrol a second factor; a user's mail settings (last).
 
 A password alone never enrols a second factor (users.security.StaffSecondFactorMiddleware): a staff user without
 one enrols through a link mailed to their confirmed address by a superuser (``manage.py staff_invite`` or the
@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from users.adapter import portal_url
-from users.models import StaffInvitation
+from users.models import MailSettings, StaffInvitation
 from users.selectors import confirmed_address, invitation_token_hash
 
 
@@ -73,3 +73,24 @@ def staff_invitation_accept(*, user: Any, token: str) -> None:
     ).update(used_at=moment)
     if claimed != 1:
         raise InvitationInvalid("no such invitation")
+
+
+# --- mail settings -----------------------------------------------------------------------------------------------
+def mail_settings_save(*, user: Any, language: str, payment_mails: bool) -> None:
+    """The user's choice on "My account": the language of the portal's mails and whether payments are mailed."""
+    if language not in dict(settings.LANGUAGES):
+        raise ValueError(f"not a language of the portal: {language!r}")
+    MailSettings.objects.update_or_create(
+        user_id=user.pk, defaults={"language": language, "payment_mails": payment_mails}
+    )
+
+
+def mail_language_remember(*, user: Any, language: str, replace: bool = True) -> None:
+    """The language the user chose on the portal (the header's language form; a sign-in records the page's
+    language once, ``replace=False``): the portal's mails come in it."""
+    if language not in dict(settings.LANGUAGES) or not getattr(user, "pk", None):
+        return
+    if replace:
+        MailSettings.objects.update_or_create(user_id=user.pk, defaults={"language": language})
+    else:
+        MailSettings.objects.get_or_create(user_id=user.pk, defaults={"language": language})

@@ -1,5 +1,6 @@
 """Session housekeeping on sign-in, whichever view signed the user in (allauth's, a test's force_login), and the
-confirmed address of accounts that were not made by signing up."""
+confirmed address of accounts that were not made by signing up, and the language of the first sign-in for the
+portal's mails."""
 
 from allauth.account.authentication import get_authentication_records
 from allauth.account.models import EmailAddress
@@ -7,14 +8,18 @@ from django.conf import settings
 from django.contrib.auth.signals import user_logged_in
 from django.db.models.signals import post_save
 from django.dispatch import receiver
+from django.utils.translation import get_language
 
 from users.security import SECOND_FACTOR_KEY, session_mark_second_factor, session_signed_in
+from users.services import mail_language_remember
 
 
 @receiver(user_logged_in, dispatch_uid="accounts.session_signed_in")
 def _start_session_clocks(sender, request, user, **kwargs):
     if request is None or not hasattr(request, "session"):
         return
+    # The portal's mails come in the language of the first sign-in until the user chooses one.
+    mail_language_remember(user=user, language=get_language() or "", replace=False)
     session_signed_in(request)
     request.session.pop(SECOND_FACTOR_KEY, None)
     if any(record.get("method") == "mfa" for record in get_authentication_records(request, user)):

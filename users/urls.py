@@ -58,4 +58,7 @@ urlpatterns = [
     path("auth/2fa/", include("allauth.mfa.urls")),
     path("account/", views.account, name="account"),
     path("auth/stay-signed-in/", views.keep_alive, name="session-keep-alive"),
+    # Before Django's own (tpp_portal/urls.py includes users first): the same address, and the choice is also
+    # the language of the portal's mails to a signed-in user.
+    path("i18n/setlang/", views.set_language, name="set_language"),
 ]

@@ -5,7 +5,8 @@ portal's pages around them. Here only what the portal adds:
   re-authentication and password change alike);
 - the password-again page before a payment records the moment for ``users.security.require_recent_authentication``
   and is itself a sensitive page (idle timeout);
-- "My account", and the password change as a sensitive page;
+- "My account" with the mail settings, and the password change as a sensitive page;
+- the header's language form, which also sets the language of the portal's mails to a signed-in user;
 - "Stay signed in" of the warning a minute before the idle sign-out (``session_keep_alive``);
 - a staff user's invitation link to enrol a second factor, and the page saying they need one
   (users.services, users.security.StaffSecondFactorMiddleware).
@@ -28,9 +29,13 @@ from django.http import HttpResponse, HttpResponseRedirect, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import check_for_language
+from django.utils.translation import gettext as _
+from django.views import i18n as i18n_views
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from users.forms import MailSettingsForm
 from users.security import (
     SensitivePageMixin,
     has_second_factor,
@@ -43,8 +48,13 @@ from users.security import (
     session_keep_alive,
     session_mark_reauthenticated,
 )
-from users.selectors import staff_invitation_usable
-from users.services import InvitationInvalid, staff_invitation_accept
+from users.selectors import mail_settings, staff_invitation_usable
+from users.services import (
+    InvitationInvalid,
+    mail_language_remember,
+    mail_settings_save,
+    staff_invitation_accept,
+)
 
 LOCKED_OUT = "too_many_login_attempts"
 
@@ -127,8 +137,33 @@ class PasswordChangeView(LockoutMixin, SensitivePageMixin, allauth_views.Passwor
 
 
 @sensitive_page
+@require_http_methods(["GET", "POST"])
 def account(request):
-    return render(request, "users/account.html", {"account_user": request.user})
+    """ "My account", with the mail settings' form (the language of the portal's mails, payment mails on/off)."""
+    chosen = mail_settings(request.user.pk)
+    form = MailSettingsForm(
+        request.POST or None, initial={"language": chosen.language, "payment_mails": chosen.payment_mails}
+    )
+    if request.method == "POST" and form.is_valid():
+        mail_settings_save(
+            user=request.user,
+            language=form.cleaned_data["language"],
+            payment_mails=form.cleaned_data["payment_mails"],
+        )
+        messages.success(request, _("Your e-mail settings are saved."))
+        return HttpResponseRedirect(reverse("account"))
+    return render(request, "users/account.html", {"account_user": request.user, "mail_form": form})
+
+
+@require_POST
+def set_language(request):
+    """The header's language form (Django's ``set_language``): a signed-in user's choice is also the language of
+    the portal's mails to them."""
+    response = i18n_views.set_language(request)
+    language = request.POST.get("language", "")
+    if request.user.is_authenticated and check_for_language(language):
+        mail_language_remember(user=request.user, language=language)
+    return response
 
 
 @require_POST

@@ -10,7 +10,9 @@ it and checks that no other module writes ``state``).
 
 ``payment_move`` is the only writer of ``Payment.state`` outside the creation of a draft: an illegal move
 raises ``IllegalTransition`` before anything is written; a move whose row is no longer in a source state (or
-no longer meets ``where``) writes nothing and returns False, so that of two racing writers only one wins.
+no longer meets ``where``) writes nothing and returns False, so that of two racing writers only one wins. A move
+that stores a bank status the owner is mailed about records the mail in the same transaction
+(payments.services.notifications).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from payments.models import UNKNOWN_OUTCOME_STATES, Payment, PaymentEvent, PaymentState
+from payments.services.notifications import MAILED_STATUSES, payment_mail_record
 
 S = PaymentState
 
@@ -106,4 +109,7 @@ def payment_move(
             rows = list(events)
             if rows:
                 PaymentEvent.objects.bulk_create(rows)
+            status = fields.get("transaction_status")
+            if isinstance(status, str) and status in MAILED_STATUSES:
+                payment_mail_record(pk, status)
     return moved

@@ -115,6 +115,9 @@
   }
 
   function read() {
+    if (stopped) {
+      return; // signed out while this read waited
+    }
     if (document.hidden) {
       schedule(); // a hidden tab does not read; it catches up when shown
       return;
@@ -131,6 +134,8 @@
           stopped = true; // signed out (idle timeout): stop, and say how to go on
           show("payment-live-note", false);
           show("payment-live-stopped", true);
+          // the page's idle sign-out (idle_warning.js) removes the payment from the page
+          document.dispatchEvent(new CustomEvent("portal:session-ended"));
           return null;
         }
         if (!response.ok) {
@@ -139,8 +144,8 @@
         return response.json();
       })
       .then(function (data) {
-        if (data === null) {
-          return;
+        if (data === null || stopped) {
+          return; // signed out meanwhile: the page shows nothing of the payment any more
         }
         var signature = [data.transactionStatus, data.state, data.timeline.length, data.fundsAvailable, data.maySign,
           data.signatures.map(function (s) { return s.text; }).join(";")].join("|");
@@ -158,6 +163,9 @@
       });
   }
 
+  document.addEventListener("portal:signed-out", function () {
+    stopped = true; // the page no longer shows the payment: read nothing more
+  });
   document.addEventListener("visibilitychange", function () {
     if (!document.hidden) {
       delay = 2000;
