@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('users', '0003_staff_invitation_roles'),
+        ('users', '0004_staffinvitation_verbose_names'),
     ]
 
     operations = [
