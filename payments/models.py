@@ -409,26 +409,26 @@ class PaymentMail(models.Model):
     the mail server took it.
     """
 
-    payment = models.ForeignKey(Payment, verbose_name="payment", on_delete=models.CASCADE, related_name="mails")
+    payment = models.ForeignKey(Payment, verbose_name=_("payment"), on_delete=models.CASCADE, related_name="mails")
     user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, verbose_name="mailed to", on_delete=models.CASCADE, related_name="+"
+        settings.AUTH_USER_MODEL, verbose_name=_("mailed to"), on_delete=models.CASCADE, related_name="+"
     )
-    kind = models.CharField("event", max_length=20, choices=PaymentMailKind.choices)
-    transaction_status = models.CharField("bank status", max_length=4, blank=True)
-    created_at = models.DateTimeField("happened at", default=timezone.now)
-    claim = models.CharField("mail", max_length=32, blank=True, help_text="Events mailed together share it.")
-    claimed_at = models.DateTimeField("mail started at", null=True, blank=True)
-    sent_at = models.DateTimeField("mailed at", null=True, blank=True)
+    kind = models.CharField(_("event"), max_length=20, choices=PaymentMailKind.choices)
+    transaction_status = models.CharField(_("bank status"), max_length=4, blank=True)
+    created_at = models.DateTimeField(_("happened at"), default=timezone.now)
+    claim = models.CharField(_("mail"), max_length=32, blank=True, help_text=_("Events mailed together share it."))
+    claimed_at = models.DateTimeField(_("mail started at"), null=True, blank=True)
+    sent_at = models.DateTimeField(_("mailed at"), null=True, blank=True)
     dropped_at = models.DateTimeField(
-        "not mailed at",
+        _("not mailed at"),
         null=True,
         blank=True,
-        help_text="The user turned the payment mails off, or has no address.",
+        help_text=_("The user turned the payment mails off, or has no address."),
     )
 
     class Meta:
-        verbose_name = "payment mail"
-        verbose_name_plural = "payment mails"
+        verbose_name = _("payment mail")
+        verbose_name_plural = _("payment mails")
         ordering = ["created_at", "id"]
         constraints = [
             models.UniqueConstraint(fields=["payment", "kind", "user"], name="paymentmail_once_per_event")

@@ -47,18 +47,18 @@ class MailSettings(models.Model):
 
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL,
-        verbose_name="user",
+        verbose_name=_("user"),
         primary_key=True,
         on_delete=models.CASCADE,
         related_name="mail_settings",
     )
-    language = models.CharField("language of mails", max_length=8, default=settings.LANGUAGE_CODE)
-    payment_mails = models.BooleanField("mails about payments", default=True)
-    updated_at = models.DateTimeField("updated", auto_now=True)
+    language = models.CharField(_("language of mails"), max_length=8, default=settings.LANGUAGE_CODE)
+    payment_mails = models.BooleanField(_("mails about payments"), default=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
-        verbose_name = "mail settings"
-        verbose_name_plural = "mail settings"
+        verbose_name = _("mail settings")
+        verbose_name_plural = _("mail settings")
 
     def __str__(self) -> str:
         return f"mail settings of {self.user}"
