@@ -69,6 +69,10 @@ class ApiRequest:
     consent: Consent | None = None  # the latest consent of the PSU for ``agreement`` (any status)
     psu_present: bool = False
     fixes: frozenset[str] = field(default_factory=frozenset)
+    # The PSU's SCA in the request's TPP-Session-ID, read with the PSU when the PSU is present (psu_context);
+    # session_read says whether it was (views.common.require_session_sca reads it itself otherwise).
+    session_sca_at: dt.datetime | None = None
+    session_read: bool = False
 
     @property
     def tpp_org_id(self) -> str:
@@ -288,10 +292,15 @@ def _resolve_psu(api: ApiRequest, *, corporate_required: bool) -> dt.timedelta:
     if psu_id is None:
         return clock.offset()
     api.psu_id_given = True
-    context = selectors.psu_context(psu_id=psu_id, tpp_org_id=api.tpp_org_id, corporate_id=corporate_id)
+    # With the PSU present, the PSU's SCA in this TPP session is read in the same query (views.common).
+    session_id = (_header(request, "TPP-Session-ID") or "") if api.psu_present else ""
+    context = selectors.psu_context(
+        psu_id=psu_id, tpp_org_id=api.tpp_org_id, corporate_id=corporate_id, tpp_session_id=session_id
+    )
     if context is None:
         return clock.offset()
     api.psu = context.psu
+    api.session_sca_at, api.session_read = context.session_sca_at, bool(session_id)
     customer = context.psu.customer
     if corporate_id:
         if context.agreement is None:

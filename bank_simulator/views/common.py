@@ -57,9 +57,13 @@ def require_session_sca(api: ApiRequest, *, purpose: str) -> None:
     if not session_id or not api.psu_present or api.psu is None:
         return
     customer = api.psu.customer
-    if selectors.tpp_session_sca_valid(
-        tpp_org_id=api.tpp_org_id, customer=customer, tpp_session_id=session_id, now=api.now
-    ):
+    if api.session_read:  # read with the PSU in the same query (access._resolve_psu)
+        valid = selectors.session_sca_in_force(api.session_sca_at, now=api.now)
+    else:
+        valid = selectors.tpp_session_sca_valid(
+            tpp_org_id=api.tpp_org_id, customer=customer, tpp_session_id=session_id, now=api.now
+        )
+    if valid:
         return
     if TppSession.objects.filter(tpp_org_id=api.tpp_org_id, customer=customer, tpp_session_id=session_id).exists():
         code, text = (
