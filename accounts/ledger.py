@@ -14,6 +14,7 @@ keeps its own count in the database (``RefreshCall``, a ledger of reserved calls
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
@@ -23,6 +24,11 @@ from django.db.models import Count
 from django.utils import timezone
 
 from accounts.models import UNATTENDED_CALLS_PER_DAY, UNATTENDED_WINDOW, BankAccount, RefreshCall, RefreshKind
+
+logger = logging.getLogger(__name__)
+
+#: Ledger rows deleted per statement by :func:`prune`.
+PRUNE_BATCH = 5000
 
 
 class RefreshRefused(Exception):
@@ -147,6 +153,26 @@ def budget_available_at(*, account: BankAccount, now: datetime | None = None) ->
         if len(times) >= UNATTENDED_CALLS_PER_DAY:
             later.append(times[-1] + UNATTENDED_WINDOW)
     return max(later) if later else None
+
+
+def prune(*, now: datetime | None = None, batch_size: int = PRUNE_BATCH) -> int:
+    """Delete the ledger rows reserved more than UNATTENDED_WINDOW (24 hours) ago: nothing reads them (the
+    allowance, the budget and the metrics count the window only), so the table holds one window of calls whatever
+    the portal's age. By primary key in batches of ``batch_size`` found through the index on ``reserved_at``, each
+    its own short statement; rows reserved meanwhile are never touched. Returns how many were deleted."""
+    if batch_size < 1:
+        raise ValueError("the batch size must be at least 1")
+    cutoff = (now or timezone.now()) - UNATTENDED_WINDOW
+    old = RefreshCall.objects.filter(reserved_at__lt=cutoff).order_by("reserved_at")
+    deleted = 0
+    while True:
+        ids = list(old.values_list("id", flat=True)[:batch_size])
+        if ids:
+            deleted += RefreshCall.objects.filter(id__in=ids).delete()[0]
+        if len(ids) < batch_size:
+            break
+    logger.info("unattended-call ledger pruned", extra={"deleted": deleted})
+    return deleted
 
 
 # --- the budget (the account pages) ------------------------------------------------------------------------
