@@ -56,10 +56,11 @@ def _live(account: BankAccount, now: datetime) -> bool:
     )
 
 
-def _claim(*, now: datetime, new: bool) -> list[BankAccount]:
-    """Lock and read (with the fields of their connections the planner looks at) up to PLAN_BATCH accounts never
-    planned (``new``) or due, through the index on ``next_refresh_at`` and a LIMIT: the statement reads the rows
-    it returns, whatever the table's size. Rows another planner holds are skipped."""
+def claimable(*, now: datetime, new: bool) -> Any:
+    """Up to PLAN_BATCH accounts never planned (``new``) or due, to be locked (rows another planner holds are
+    skipped) and read with the fields of their connections the planner looks at: through the index on
+    ``next_refresh_at`` and a LIMIT, so that the statement reads the rows it returns, whatever the table's size.
+    A QuerySet (bench/scale.py prints its plan)."""
     rows = (
         BankAccount.objects.select_for_update(skip_locked=True, of=("self",))
         .select_related("connection")
@@ -77,7 +78,7 @@ def _claim(*, now: datetime, new: bool) -> list[BankAccount]:
         rows = rows.filter(next_refresh_at__isnull=True).order_by("pk")
     else:
         rows = rows.filter(next_refresh_at__lte=now).order_by("next_refresh_at")
-    return list(rows[:PLAN_BATCH])
+    return rows[:PLAN_BATCH]
 
 
 def refresh_plan(*, now: datetime | None = None, enqueue: Any = None, rng: random.Random | None = None) -> int:
@@ -98,7 +99,7 @@ def refresh_plan(*, now: datetime | None = None, enqueue: Any = None, rng: rando
     # New accounts: a first time within the next interval, so that a thousand new accounts do not all go at once.
     while True:
         with transaction.atomic():
-            fresh = _claim(now=now, new=True)
+            fresh = list(claimable(now=now, new=True))
             for account in fresh:
                 account.next_refresh_at = (
                     now + timedelta(seconds=rng.uniform(0, REFRESH_INTERVAL.total_seconds()))
@@ -111,7 +112,7 @@ def refresh_plan(*, now: datetime | None = None, enqueue: Any = None, rng: rando
     enqueued = 0
     while True:
         with transaction.atomic():
-            due = _claim(now=now, new=False)
+            due = list(claimable(now=now, new=False))
             claimed = []
             for account in due:
                 blocked = account.refresh_blocked_until
