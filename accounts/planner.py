@@ -9,6 +9,7 @@ The task is enqueued by its name through Celery: this module never imports accou
 from __future__ import annotations
 
 import random
+from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -113,17 +114,22 @@ def refresh_plan(*, now: datetime | None = None, enqueue: Any = None, rng: rando
     while True:
         with transaction.atomic():
             due = list(claimable(now=now, new=False))
+            # One next time for the batch (its rows fell due together), so that the batch moves in a few plain
+            # UPDATEs: bulk_update's CASE over 500 rows cost the tick more than the claim itself.
+            later = _next_time(now, rng)
+            moves: dict[datetime, list[int]] = defaultdict(list)
             claimed = []
             for account in due:
                 blocked = account.refresh_blocked_until
                 if not _live(account, now):
-                    account.next_refresh_at = now + PARKED_RECHECK
+                    moves[now + PARKED_RECHECK].append(account.pk)
                 elif blocked is not None and blocked > now:
-                    account.next_refresh_at = blocked
+                    moves[blocked].append(account.pk)
                 else:
-                    account.next_refresh_at = _next_time(now, rng)
+                    moves[later].append(account.pk)
                     claimed.append(account.pk)
-            BankAccount.objects.bulk_update(due, ["next_refresh_at"])
+            for when, pks in moves.items():
+                BankAccount.objects.filter(pk__in=pks).update(next_refresh_at=when)
             chunks = [claimed[i : i + TASK_ACCOUNTS] for i in range(0, len(claimed), TASK_ACCOUNTS)]
             transaction.on_commit(lambda chunks=chunks: [enqueue(chunk, now) for chunk in chunks])
         enqueued += len(claimed)
