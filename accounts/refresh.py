@@ -33,7 +33,6 @@ from accounts.models import (
     RefreshCall,
     RefreshKind,
 )
-from accounts.planner import plan_accounts
 from accounts.services import balance_snapshots
 from connections.models import BankConnection, ConnectionAccess, ConnectionState
 from connections.outcomes import FetchOutcome, FetchProblem
@@ -448,7 +447,6 @@ def connection_read_transactions(
     ids = _readable_account_ids(connection=connection)
     if not ids:
         return FetchOutcome(connection)
-    plan_accounts(account_ids=ids)  # the planner may have parked them while the consent was missing
     outcomes = _refresh(account_ids=ids, presence=presence, actor=actor, planned_at=None, balances=False)
     failed = [outcomes[pk] for pk in ids if not outcomes[pk].ok]
     if not failed:

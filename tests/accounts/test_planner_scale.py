@@ -10,9 +10,10 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from accounts import planner, refresh
+from accounts import planner, services
 from accounts.models import BankAccount
 from connections.models import ConnectionState
+from tests import bankfake
 from tests.bank_factories import BankAccountFactory, BankConnectionFactory
 from xs2a.psu import PsuContext
 
@@ -69,16 +70,21 @@ def test_accounts_that_may_not_be_refreshed_are_parked_and_not_read_by_the_next_
     assert not BankAccount.objects.filter(next_refresh_at__lte=now + timedelta(days=6)).exists()
 
 
-def test_a_new_consent_plans_the_parked_accounts_within_the_interval(alice, fake_bank):
+def test_accounts_fetched_after_a_new_consent_are_planned_within_the_interval(alice, fake_bank):
     now = timezone.now()
-    account = BankAccountFactory(connection__user=alice, next_refresh_at=now + planner.PARKED_RECHECK)
-    soon = BankAccountFactory(connection=account.connection, next_refresh_at=now + timedelta(hours=1))
+    connection = BankConnectionFactory(user=alice, state=ConnectionState.PENDING)
+    parked = BankAccountFactory(
+        connection=connection, resource_id="res-1", next_refresh_at=now + planner.PARKED_RECHECK
+    )
+    soon = BankAccountFactory(connection=connection, resource_id="res-2", next_refresh_at=now + timedelta(hours=1))
+    fake_bank.accounts_of[connection.psu_id] = [bankfake.account("res-1"), bankfake.account("res-2")]
 
-    refresh.connection_read_transactions(
-        connection=account.connection, presence=PsuContext(ip_address="198.51.100.7"), actor=alice
+    outcome = services.connection_fetch_accounts(
+        connection=connection, presence=PsuContext(ip_address="198.51.100.7"), actor=alice
     )
 
-    account.refresh_from_db()
+    assert outcome.accounts == 2
+    parked.refresh_from_db()
     soon.refresh_from_db()
-    assert now <= account.next_refresh_at <= now + planner.REFRESH_INTERVAL + timedelta(seconds=5)
+    assert now <= parked.next_refresh_at <= now + planner.REFRESH_INTERVAL + timedelta(seconds=5)
     assert soon.next_refresh_at == now + timedelta(hours=1)  # a time already planned is kept
