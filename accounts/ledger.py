@@ -20,10 +20,11 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q
 from django.utils import timezone
 
 from accounts.models import UNATTENDED_CALLS_PER_DAY, UNATTENDED_WINDOW, BankAccount, RefreshCall, RefreshKind
+from connections.models import ConnectionAccess, ConnectionState
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +186,7 @@ class RefreshBudget:
     used: int  # unattended calls in the last 24 hours, the larger of balances and transactions
     remaining: int
     limit: int
-    next_due_at: datetime | None  # the next planned background refresh
+    next_due_at: datetime | None  # the next planned background refresh; None when none can be made now
     blocked_until: datetime | None  # after the bank answered 429: no background call before this
 
 
@@ -196,13 +197,20 @@ def refresh_budgets(*, account_ids: Iterable[int], now: datetime | None = None) 
     if not ids:
         return {}
     now = now or timezone.now()
+    # An account that may not be refreshed (its connection needs reconnecting...) has no next refresh to show:
+    # the planner parked it (accounts/planner.py) until a consent plans it again.
+    live = ExpressionWrapper(
+        Q(consented=True, connection__state=ConnectionState.ACTIVE, connection__access=ConnectionAccess.ACCOUNTS)
+        & (Q(connection__consent_valid_until__isnull=True) | Q(connection__consent_valid_until__gt=now)),
+        output_field=BooleanField(),
+    )
     # The bank counts per bank account: portal accounts on the same one (two users of one agreement) share it.
     rows = list(
-        BankAccount.objects.filter(pk__in=ids).values_list(
-            "pk", "kind", "resource_id", "next_refresh_at", "refresh_blocked_until"
-        )
+        BankAccount.objects.filter(pk__in=ids)
+        .annotate(live=live)
+        .values_list("pk", "kind", "resource_id", "next_refresh_at", "refresh_blocked_until", "live")
     )
-    keys = {pk: f"{kind}:{resource_id}" for pk, kind, resource_id, _next, _blocked in rows}
+    keys = {pk: f"{kind}:{resource_id}" for pk, kind, resource_id, *_rest in rows}
     used: dict[str, int] = {}
     counts = (
         RefreshCall.objects.filter(resource_key__in=set(keys.values()), reserved_at__gt=now - UNATTENDED_WINDOW)
@@ -213,13 +221,13 @@ def refresh_budgets(*, account_ids: Iterable[int], now: datetime | None = None) 
     for row in counts:
         used[row["resource_key"]] = max(used.get(row["resource_key"], 0), row["n"])
     budgets = {}
-    for pk, _kind, _resource_id, next_due_at, blocked_until in rows:
+    for pk, _kind, _resource_id, next_due_at, blocked_until, refreshable in rows:
         spent = used.get(keys[pk], 0)
         budgets[pk] = RefreshBudget(
             used=spent,
             remaining=max(UNATTENDED_CALLS_PER_DAY - spent, 0),
             limit=UNATTENDED_CALLS_PER_DAY,
-            next_due_at=next_due_at,
+            next_due_at=next_due_at if refreshable else None,
             blocked_until=blocked_until if blocked_until is not None and blocked_until > now else None,
         )
     return budgets

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from accounts import planner, services
+from accounts import ledger, planner, services
 from accounts.models import BankAccount
 from connections.models import ConnectionState
 from tests import bankfake
@@ -88,3 +88,18 @@ def test_accounts_fetched_after_a_new_consent_are_planned_within_the_interval(al
     soon.refresh_from_db()
     assert now <= parked.next_refresh_at <= now + planner.REFRESH_INTERVAL + timedelta(seconds=5)
     assert soon.next_refresh_at == now + timedelta(hours=1)  # a time already planned is kept
+
+
+def test_a_parked_account_shows_no_next_refresh(alice):
+    now = timezone.now()
+    dead = BankAccountFactory(
+        connection__user=alice,
+        connection__state=ConnectionState.NEEDS_RECONNECT,
+        next_refresh_at=now + planner.PARKED_RECHECK,
+    )
+    live = BankAccountFactory(connection__user=alice, next_refresh_at=now + timedelta(hours=2))
+
+    budgets = ledger.refresh_budgets(account_ids=[dead.pk, live.pk], now=now)
+
+    assert budgets[dead.pk].next_due_at is None  # the pages say "not planned yet", not a week ahead
+    assert budgets[live.pk].next_due_at == now + timedelta(hours=2)
