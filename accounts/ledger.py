@@ -14,15 +14,22 @@ keeps its own count in the database (``RefreshCall``, a ledger of reserved calls
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q
 from django.utils import timezone
 
 from accounts.models import UNATTENDED_CALLS_PER_DAY, UNATTENDED_WINDOW, BankAccount, RefreshCall, RefreshKind
+from connections.models import ConnectionAccess, ConnectionState
+
+logger = logging.getLogger(__name__)
+
+#: Ledger rows deleted per statement by :func:`prune`.
+PRUNE_BATCH = 5000
 
 
 class RefreshRefused(Exception):
@@ -149,6 +156,26 @@ def budget_available_at(*, account: BankAccount, now: datetime | None = None) ->
     return max(later) if later else None
 
 
+def prune(*, now: datetime | None = None, batch_size: int = PRUNE_BATCH) -> int:
+    """Delete the ledger rows reserved more than UNATTENDED_WINDOW (24 hours) ago: nothing reads them (the
+    allowance, the budget and the metrics count the window only), so the table holds one window of calls whatever
+    the portal's age. By primary key in batches of ``batch_size`` found through the index on ``reserved_at``, each
+    its own short statement; rows reserved meanwhile are never touched. Returns how many were deleted."""
+    if batch_size < 1:
+        raise ValueError("the batch size must be at least 1")
+    cutoff = (now or timezone.now()) - UNATTENDED_WINDOW
+    old = RefreshCall.objects.filter(reserved_at__lt=cutoff).order_by("reserved_at")
+    deleted = 0
+    while True:
+        ids = list(old.values_list("id", flat=True)[:batch_size])
+        if ids:
+            deleted += RefreshCall.objects.filter(id__in=ids).delete()[0]
+        if len(ids) < batch_size:
+            break
+    logger.info("unattended-call ledger pruned", extra={"deleted": deleted})
+    return deleted
+
+
 # --- the budget (the account pages) ------------------------------------------------------------------------
 
 
@@ -159,7 +186,7 @@ class RefreshBudget:
     used: int  # unattended calls in the last 24 hours, the larger of balances and transactions
     remaining: int
     limit: int
-    next_due_at: datetime | None  # the next planned background refresh
+    next_due_at: datetime | None  # the next planned background refresh; None when none can be made now
     blocked_until: datetime | None  # after the bank answered 429: no background call before this
 
 
@@ -170,13 +197,20 @@ def refresh_budgets(*, account_ids: Iterable[int], now: datetime | None = None) 
     if not ids:
         return {}
     now = now or timezone.now()
+    # An account that may not be refreshed (its connection needs reconnecting...) has no next refresh to show:
+    # the planner parked it (accounts/planner.py) until a consent plans it again.
+    live = ExpressionWrapper(
+        Q(consented=True, connection__state=ConnectionState.ACTIVE, connection__access=ConnectionAccess.ACCOUNTS)
+        & (Q(connection__consent_valid_until__isnull=True) | Q(connection__consent_valid_until__gt=now)),
+        output_field=BooleanField(),
+    )
     # The bank counts per bank account: portal accounts on the same one (two users of one agreement) share it.
     rows = list(
-        BankAccount.objects.filter(pk__in=ids).values_list(
-            "pk", "kind", "resource_id", "next_refresh_at", "refresh_blocked_until"
-        )
+        BankAccount.objects.filter(pk__in=ids)
+        .annotate(live=live)
+        .values_list("pk", "kind", "resource_id", "next_refresh_at", "refresh_blocked_until", "live")
     )
-    keys = {pk: f"{kind}:{resource_id}" for pk, kind, resource_id, _next, _blocked in rows}
+    keys = {pk: f"{kind}:{resource_id}" for pk, kind, resource_id, *_rest in rows}
     used: dict[str, int] = {}
     counts = (
         RefreshCall.objects.filter(resource_key__in=set(keys.values()), reserved_at__gt=now - UNATTENDED_WINDOW)
@@ -187,13 +221,13 @@ def refresh_budgets(*, account_ids: Iterable[int], now: datetime | None = None) 
     for row in counts:
         used[row["resource_key"]] = max(used.get(row["resource_key"], 0), row["n"])
     budgets = {}
-    for pk, _kind, _resource_id, next_due_at, blocked_until in rows:
+    for pk, _kind, _resource_id, next_due_at, blocked_until, refreshable in rows:
         spent = used.get(keys[pk], 0)
         budgets[pk] = RefreshBudget(
             used=spent,
             remaining=max(UNATTENDED_CALLS_PER_DAY - spent, 0),
             limit=UNATTENDED_CALLS_PER_DAY,
-            next_due_at=next_due_at,
+            next_due_at=next_due_at if refreshable else None,
             blocked_until=blocked_until if blocked_until is not None and blocked_until > now else None,
         )
     return budgets

@@ -29,6 +29,7 @@ from accounts.models import (
     Transaction,
     TransactionStatus,
 )
+from accounts.planner import plan_accounts
 from connections.models import BankConnection, ConnectionAccess, ConnectionState
 from connections.outcomes import FetchOutcome, FetchProblem
 from connections.services import ais_psu, bank_problem, connection_activate, connection_without_accounts
@@ -88,6 +89,7 @@ def connection_fetch_accounts(
             connection_without_accounts(connection=connection, actor=actor, now=now)
             return FetchOutcome(connection, problem=FetchProblem.NO_ACCOUNTS)
         connection_activate(connection=connection, actor=actor, reason="consented accounts fetched", now=now)
+        plan_accounts(account_ids=kept, now=now)  # the planner may have parked them while the consent was missing
     return FetchOutcome(connection, accounts=len(stored), balances=count)
 
 

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from celery import shared_task
 
+from accounts.ledger import prune
 from accounts.planner import refresh_plan
 from accounts.refresh import refresh_due
 from core.certificates import CertificateExpiredError, refuse_expired
@@ -39,3 +40,10 @@ def refresh_accounts(account_ids: list[int], planned_at: str) -> int:
     refreshed."""
     outcomes = refresh_due(account_ids=account_ids, planned_at=datetime.fromisoformat(planned_at))
     return sum(outcome.ok for outcome in outcomes.values())
+
+
+@shared_task(name="accounts.prune_refresh_calls", ignore_result=True)
+def prune_refresh_calls() -> int:
+    """Hourly (beat): the ledger of unattended calls keeps its 24-hour window only (accounts.ledger.prune).
+    Returns how many rows were deleted."""
+    return prune()

@@ -21,7 +21,9 @@ from pathlib import Path
 
 from bench.report import Result, parse, table
 
-NOT_BENCHMARKS = {"report", "portal_setup"}  # modules of this package that measure nothing
+# Modules of this package that measure nothing, and the simulation of docs/scaling.md (python -m bench.scale:
+# a million rows in PostgreSQL, no goal of its own).
+NOT_BENCHMARKS = {"report", "portal_setup", "scale"}
 #: Run again with the bank's answers delayed, as a real bank's are (their figures name the latency).
 LATENCY_RUNS = {"payments_initiation": "150"}
 

@@ -50,6 +50,12 @@ BEAT_SCHEDULE = {
         # account, so the bank's 4 unattended calls per 24 hours hold; the ledger RefreshCall enforces it).
         "schedule": 300.0,
     },
+    "prune-refresh-calls": {
+        "task": "accounts.prune_refresh_calls",
+        # Deletes the ledger's rows of unattended calls older than its 24-hour window, in batches: the table
+        # holds about one day of calls (8 rows per account) whatever the portal's age.
+        "schedule": crontab(minute=50),
+    },
     "expire-consents": {
         "task": "connections.expire_consents",
         # Connections whose consent passed consent_valid_until become needs_reconnect.
