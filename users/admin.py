@@ -17,7 +17,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm
 from django.utils.translation import gettext_lazy as _
 
-from users.models import StaffInvitation
+from users.models import MailSettings, StaffInvitation
 from users.selectors import confirmed_address
 from users.services import InvitationRefused, staff_invitation_create
 
@@ -47,8 +47,29 @@ class UserCreationWithAddressForm(AdminUserCreationForm):
 admin.site.unregister(User)
 
 
+class MailSettingsInline(admin.StackedInline):
+    """The user's choice of mail language and payment mails (shown, never edited by staff)."""
+
+    model = MailSettings
+    fields = ("language", "payment_mails", "updated_at")
+    readonly_fields = fields
+    can_delete = False
+    extra = 0
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(User)
 class PortalUserAdmin(UserAdmin):
+    inlines = (MailSettingsInline,)
+
+    def get_inlines(self, request, obj):
+        return self.inlines if obj is not None else ()  # the add form stays Django's own
+
     add_form = UserCreationWithAddressForm
     add_fieldsets = (
         (

@@ -17,6 +17,7 @@ from payments.models import (
     Payment,
     PaymentAuthorisation,
     PaymentEvent,
+    PaymentMail,
     PaymentState,
 )
 from payments.services.exchange_rates import exchange_rate_save_by_staff
@@ -154,6 +155,16 @@ class PaymentAuthorisationInline(ReadOnlyInline, admin.TabularInline):
     verbose_name_plural = "signatures"
 
 
+class PaymentMailInline(ReadOnlyInline, admin.TabularInline):
+    """The mails about the payment (payments.services.notifications): whom, for which event, and whether sent."""
+
+    model = PaymentMail
+    fields = ("created_at", "kind", "transaction_status", "user", "sent_at", "dropped_at")
+    readonly_fields = fields
+    ordering = ("created_at", "id")
+    verbose_name_plural = _("mails about the payment")
+
+
 @admin.register(Payment)
 class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
@@ -256,7 +267,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     # Not shown: the SCA state token (TPP-Session-ID), the encrypted PSU headers kept for a replay
     # (psu_identity, initiation_psu), the form as typed, the poll lease token and the bank's links' addresses.
     readonly_fields = fieldset_fields(fieldsets)
-    inlines = (PaymentEventInline, PaymentAuthorisationInline)
+    inlines = (PaymentEventInline, PaymentAuthorisationInline, PaymentMailInline)
     actions = [export_csv, "poll_status_now", "settle_at_bank", "settle_not_at_bank", "attach_bank_payment"]
 
     def get_search_results(self, request, queryset, search_term):

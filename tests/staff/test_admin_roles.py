@@ -43,6 +43,8 @@ def test_every_portal_model_has_an_admin():
         "connections.ConsentReminder",
         "payments.PaymentEvent",
         "payments.PaymentAuthorisation",
+        "payments.PaymentMail",
+        "users.MailSettings",
     }
     for app_label in PORTAL_APPS:
         for model in apps.get_app_config(app_label).get_models():
