@@ -1,7 +1,11 @@
 // Charts without a library and without inline styles or scripts (CSP): every
 //   <div class="chart" data-chart-kind="line|bar" data-chart-source="ID" data-chart-title="...">
 // is drawn as an inline SVG from the JSON of the element ID, written by {{ data|json_script:"ID" }}:
-//   {"labels": ["...", ...], "series": [{"name": "...", "values": [1.5, "1234.50", null, ...]}], "unit": "NOK"}
+//   {"labels": ["...", ...], "series": [{"name": "...", "values": [1.5, "1234.50", null, ...]}], "unit": "NOK",
+//    "titles": ["...", ...]}
+// "titles" (optional): the full text of each label, for the tooltips, when the labels are short names.
+// Without a value, or with only zeros where the container has data-chart-empty, the chart is that text instead
+// (an axis from -1 to 1 around nothing says less than "No calls yet").
 // Values are numbers or decimal strings; null leaves a gap. The strings are drawn as floats (a picture needs no
 // exactness) but shown exactly as sent in the tooltips. Colours, strokes and sizes come from classes
 // (portal.css: .chart-series-N, .chart-line, .chart-bar ...), positions from SVG attributes. The page must put
@@ -173,6 +177,9 @@
       return;
     }
     var labels = data.labels.map(String);
+    var titles = labels.map(function (label, i) {
+      return Array.isArray(data.titles) && data.titles[i] ? String(data.titles[i]) : label;
+    });
     var series = data.series.map(function (item) {
       var values = Array.isArray(item.values) ? item.values : [];
       return {
@@ -187,7 +194,10 @@
     series.forEach(function (item) {
       all = all.concat(item.values);
     });
-    if (!labels.length || all.every(function (v) { return v === null; })) {
+    var nothing = all.every(function (v) {
+      return v === null || (v === 0 && container.hasAttribute("data-chart-empty"));
+    });
+    if (!labels.length || nothing) {
       container.setAttribute("data-chart-state", "empty");
       var empty = document.createElement("p");
       empty.className = "help";
@@ -267,10 +277,12 @@
         return;
       }
       var anchor = kind === "line" && index === 0 ? "start" : kind === "line" && index === labels.length - 1 ? "end" : "middle";
-      var shown = label.length > maxChars ? label.slice(0, maxChars - 1) + "\u2026" : label;
+      // A bar's label is a name whose end tells it apart ("GET balances"): a narrow bar keeps the end.
+      var cut = kind === "bar" ? "\u2026" + label.slice(label.length - maxChars + 1) : label.slice(0, maxChars - 1) + "\u2026";
+      var shown = label.length > maxChars ? cut : label;
       var tick = text("text", { class: "chart-tick", x: x(index), y: plot.top + plot.height + 18, "text-anchor": anchor }, shown, axis);
-      if (shown !== label) {
-        text("title", {}, label, tick);
+      if (shown !== titles[index]) {
+        text("title", {}, titles[index], tick);
       }
     });
 
@@ -296,7 +308,7 @@
             },
             group
           );
-          text("title", {}, labels[i] + ": " + String(item.raw[i]) + unit, bar);
+          text("title", {}, titles[i] + ": " + String(item.raw[i]) + unit, bar);
         });
         return;
       }
@@ -323,7 +335,7 @@
           return;
         }
         var point = node("circle", { class: "chart-point " + cls, cx: x(i), cy: y(value), r: 3 }, group);
-        text("title", {}, labels[i] + ": " + String(item.raw[i]) + unit, point);
+        text("title", {}, titles[i] + ": " + String(item.raw[i]) + unit, point);
       });
     });
 
