@@ -147,7 +147,14 @@ def customers(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "sandbox_admin/customers.html",
-        {"form": form, "listing": listing, "error": error, "timings": timings, **flags},
+        {
+            "form": form,
+            "listing": listing,
+            "known": selectors.known_accounts(listing.customers) if listing else {},
+            "error": error,
+            "timings": timings,
+            **flags,
+        },
         status=502 if error else 200,
     )
 
@@ -162,7 +169,11 @@ def customer(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "sandbox_admin/customer.html",
-        {"customer": found, "is_corporate": found.customer_type == CORPORATE},
+        {
+            "customer": found,
+            "is_corporate": found.customer_type == CORPORATE,
+            "known": selectors.known_accounts([found]),
+        },
     )
 
 
