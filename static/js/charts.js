@@ -4,6 +4,7 @@
 //   {"labels": ["...", ...], "series": [{"name": "...", "values": [1.5, "1234.50", null, ...]}], "unit": "NOK",
 //    "titles": ["...", ...]}
 // "titles" (optional): the full text of each label, for the tooltips, when the labels are short names.
+// data-chart-labels-translate="no" marks the axis labels as names of code (translate="no"), not words.
 // Without a value, or with only zeros where the container has data-chart-empty, the chart is that text instead
 // (an axis from -1 to 1 around nothing says less than "No calls yet").
 // Values are numbers or decimal strings; null leaves a gap. The strings are drawn as floats (a picture needs no
@@ -270,6 +271,9 @@
     var every = Math.max(1, Math.ceil(labels.length / fitting));
     var maxChars = kind === "bar" ? Math.max(3, Math.floor((band * every) / CHAR_WIDTH)) : 40;
     var axis = node("g", { class: "chart-axis" }, svg);
+    if (container.getAttribute("data-chart-labels-translate") === "no") {
+      axis.setAttribute("translate", "no"); // names of code (the bank's operations), not words to translate
+    }
     labels.forEach(function (label, index) {
       var last = labels.length - 1;
       // Every few labels, and the last one unless it would touch the one before it.

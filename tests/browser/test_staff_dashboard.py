@@ -56,6 +56,7 @@ def test_the_dashboard_draws_its_charts(page, live_server, artifacts_dir):
     full = page.locator(f"{calls_chart} .chart-axis text title").all_text_contents()
     assert "GET /v1/accounts/{account_id}/balances" in full, full  # the full operation in the label's tooltip
     assert "GET accounts" in ticks and not any(t.startswith("GET /v1/") or "\u2026" in t for t in ticks), ticks
+    assert page.locator(f"{calls_chart} .chart-axis").get_attribute("translate") == "no"
     tooltips = page.locator(f"{calls_chart} .chart-bar title").all_text_contents()
     assert any(t.startswith("GET /v1/accounts/{account_id}/transactions: ") for t in tooltips), tooltips
     page.screenshot(path=artifacts_dir / "staff-dashboard.png", full_page=True)

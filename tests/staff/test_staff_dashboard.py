@@ -210,6 +210,8 @@ def test_the_bar_charts_carry_short_labels_and_the_full_operation_for_the_toolti
     html = support_client.get(URL).content.decode()
 
     for source in ("chart-calls", "chart-durations"):
+        chart = re.search(rf'<div class="chart"[^>]*data-chart-source="{source}"[^>]*>', html)[0]
+        assert 'data-chart-labels-translate="no"' in chart  # operation names are code, not words to translate
         data = _chart_data(html, source)
         assert sorted(data["labels"]) == ["GET status", "GET transactions"]
         assert sorted(data["titles"]) == [
