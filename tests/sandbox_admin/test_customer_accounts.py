@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import re
+from urllib.parse import urlencode
 
 import pytest
 from django.urls import reverse
@@ -80,3 +81,15 @@ def test_accounts_and_agreements_read_by_name_with_the_ids_behind_details(
         for hidden in (READ, UNREAD, CARD, AGREEMENT):
             summary = r'<details class="technical-details[^"]*"><summary>[^<]+</summary>'
             assert re.search(rf'{summary}<code class="technical-id">{hidden}</code>', page), hidden
+
+
+def test_the_add_a_transaction_link_stays_beside_a_read_account(charlie_client, company):
+    page = _pages(charlie_client, company)[1]
+
+    create = reverse("sandbox_admin:transaction-create")
+    for account in (READ, UNREAD, CARD):
+        query = urlencode({"customer": company.customer_id, "account": account})
+        assert f'href="{create}?{html.escape(query)}"' in page
+    accounts = page.split("<h2>Accounts</h2>", 1)[1]
+    line = re.search(r'<span class="account-name">Driftskonto</span>(.*?)<details', accounts, re.S)[1]
+    assert "add a transaction" in line  # on the account's line, before its details
