@@ -17,8 +17,10 @@ run: export PORTAL_BASE_URL ?= http://127.0.0.1:$(PORTAL_PORT)
 run: export BANK_BASE_URL ?= http://127.0.0.1:$(BANK_PORT)
 # The bank it starts is the sandbox on any port (the staff sandbox area, the clock and the batches need it).
 run: export BANK_IS_SANDBOX ?= true
-# The portal polls payment statuses after the bank's batches: the batch times of the sandbox bank it starts.
-run: export BANK_BATCH_TIMES ?= $(or $(BANK_SIM_BATCH_TIMES),05:00,08:00,11:00,13:00,15:00)
+# The portal polls payment statuses after the bank's batches: the batch times of the sandbox bank it starts
+# (in a variable: $(or) splits its arguments at commas, so a literal list would give only its first time).
+SANDBOX_BATCH_TIMES := 05:00,08:00,11:00,13:00,15:00
+run: export BANK_BATCH_TIMES ?= $(or $(BANK_SIM_BATCH_TIMES),$(SANDBOX_BATCH_TIMES))
 
 .PHONY: run bank test system-packages soak smoke lint venv certs messages migrate lock advisories bench clean help
 

@@ -464,6 +464,7 @@ class TimelineEntry:
     status: StatusText | None
     detail: str
     actor: str
+    funds_available: bool | None = None  # the bank's word on the funds with this status
 
 
 def timeline(payment: Payment) -> list[TimelineEntry]:
@@ -483,6 +484,7 @@ def timeline(payment: Payment) -> list[TimelineEntry]:
                 status=status,
                 detail=event.detail,
                 actor=actor,
+                funds_available=event.funds_available,
             )
         )
     return entries

@@ -14,7 +14,7 @@ from django.utils.translation import gettext as _
 
 from payments.models import Payment, PaymentAuthorisation, PaymentEvent, PaymentState
 from payments.selectors import payments_visible_to
-from payments.status import SETTLED_STATUSES, StatusText, status_text
+from payments.status import SETTLED_STATUSES, StatusText, rejection_reason, status_text
 
 #: Payments in the home page's list of the latest ones.
 RECENT_PAYMENTS = 5
@@ -47,21 +47,6 @@ class HomePayments:
     recent: list[tuple[Payment, StatusText]]
     notices: list[PaymentNotice]
     more_notices: bool
-
-
-def rejection_reason(payment: Payment) -> str:
-    """Why the bank rejected ``payment``, in plain words: the money lacking (the bank said so with ACCP and
-    fundsAvailable false before it rejected), else the bank's own words to the payer, else its first message,
-    else that it gave no reason. Reads ``payment.lacked_funds`` when the query annotated it."""
-    lacked = getattr(payment, "lacked_funds", False) or payment.funds_available is False
-    if lacked:
-        return _("The account did not have enough money for the payment and its fee. No money was moved.")
-    said = payment.psu_message or next(
-        (str(m.get("text")) for m in payment.tpp_messages or [] if isinstance(m, dict) and m.get("text")), ""
-    )
-    if said:
-        return _("No money was moved. The bank says: %(text)s") % {"text": said}
-    return _("No money was moved. The bank gave no reason; your bank can tell you more.")
 
 
 def _notice(payment: Payment, *, user: Any) -> PaymentNotice:

@@ -17,6 +17,7 @@ from decimal import Decimal
 from functools import reduce
 
 from django.db.models import Q
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from payments.models import FINAL_TRANSACTION_STATUSES, PaymentState
@@ -157,6 +158,22 @@ def status_text(code: str, funds_available: bool | None = None) -> StatusText:
             tone="progress",
         )
     return StatusText(code=code, label=str(label), meaning=str(meaning), tone=tone)
+
+
+def rejection_reason(payment, *, lacked_funds: bool = False) -> str:
+    """Why the bank rejected ``payment``, in plain words: the money lacking (the bank said so with ACCP and
+    fundsAvailable false before it rejected: ``lacked_funds``, or ``payment.lacked_funds`` when a query
+    annotated it), else the bank's own words to the payer, else its first message, else that it gave no
+    reason. The home page's notices and the payment page both say it with this one function."""
+    lacked = lacked_funds or getattr(payment, "lacked_funds", False) or payment.funds_available is False
+    if lacked:
+        return gettext("The account did not have enough money for the payment and its fee. No money was moved.")
+    said = payment.psu_message or next(
+        (str(m.get("text")) for m in payment.tpp_messages or [] if isinstance(m, dict) and m.get("text")), ""
+    )
+    if said:
+        return gettext("No money was moved. The bank says: %(text)s") % {"text": said}
+    return gettext("No money was moved. The bank gave no reason; your bank can tell you more.")
 
 
 # --- the outcome, for staff ----------------------------------------------------------------------------------

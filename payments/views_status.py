@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import replace
 
 from django.contrib import messages
 from django.core.cache import cache
@@ -36,7 +37,7 @@ from payments.services.authorisation import (
 )
 from payments.services.polling import payment_poll
 from payments.services.reconciliation import FOUND_MESSAGE, UNCONFIRMED_MESSAGE
-from payments.status import StatusText, charged_fee, status_text
+from payments.status import StatusText, charged_fee, rejection_reason, status_text
 from users.security import ensure_recent_authentication, sensitive_page
 
 logger = logging.getLogger(__name__)
@@ -92,6 +93,11 @@ def _context(request, payment: Payment) -> dict:
         status = StatusText(
             code="", label=payment.get_state_display(), meaning=str(NOT_AT_BANK_MEANING), tone="warn"
         )
+    timeline = selectors.timeline(payment)
+    rejected = payment.transaction_status == "RJCT"
+    if rejected:  # the final page says why, not only that the bank rejected it (the reason holds its message)
+        lacked = any(entry.funds_available is False for entry in timeline)
+        status = replace(status, meaning=rejection_reason(payment, lacked_funds=lacked))
     return {
         "payment": payment,
         "status": status,
@@ -102,7 +108,8 @@ def _context(request, payment: Payment) -> dict:
         "may_sign": selectors.may_sign(user=user, payment=payment),
         "can_cancel": payment.user_id == user.pk and cancellation.cancellable(payment),
         "signatures": selectors.signatures(payment),
-        "timeline": selectors.timeline(payment),
+        "timeline": timeline,
+        "psu_message": "" if rejected else payment.psu_message,
         "insufficient_funds": payment.transaction_status == "ACCP" and payment.funds_available is False,
         "live": not payment.is_final
         and payment.state
@@ -155,7 +162,7 @@ def status_payload(request, payment: Payment) -> dict:
         "canCancel": context["can_cancel"],
         "maySign": context["may_sign"],
         "fee": context["fee_text"],
-        "psuMessage": payment.psu_message,
+        "psuMessage": context["psu_message"],
         "timeline": [
             {
                 "at": entry.at.isoformat(),

@@ -9,6 +9,7 @@ from datetime import datetime
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from accounts.models import BankAccount
 from core.bank import bank_audit_context, bank_client
 from sandbox_admin.errors import SandboxError, sandbox_error
 from xs2a.errors import ResourceUnknownError, Xs2aError
@@ -24,6 +25,32 @@ class CustomerListing:
     with_agreements: bool
     duration_ms: float  # wall time of the call as the portal saw it, retries included
     listed_at: datetime
+
+
+@dataclass(frozen=True)
+class KnownAccount:
+    """What the portal knows of a sandbox account from its own records: the bank's sandbox answers give only
+    the account's id (spec 2.8); its number and name come from the account as a customer's connection read it."""
+
+    number: str  # the IBAN, else the BBAN, else the masked card number
+    name: str
+
+
+def known_accounts(customers: list[SandboxCustomer]) -> dict[str, KnownAccount]:
+    """The accounts of ``customers`` (their accounts, card accounts and agreements' engagements) the portal has
+    read, by the bank's id: one query, whatever the number of customers."""
+    ids = set()
+    for customer in customers:
+        ids.update(customer.accounts, customer.card_accounts)
+        for agreement in customer.agreements:
+            ids.update(agreement.engagements)
+    known: dict[str, KnownAccount] = {}
+    rows = BankAccount.objects.filter(resource_id__in=sorted(ids)).order_by("-created_at", "-id")
+    for row in rows.values("resource_id", "iban", "bban", "masked_pan", "name"):
+        number = row["iban"] or row["bban"] or row["masked_pan"]
+        if row["resource_id"] not in known and (number or row["name"]):  # the latest reading with something
+            known[row["resource_id"]] = KnownAccount(number=number, name=row["name"])
+    return known
 
 
 class CustomerNotFound(SandboxError):

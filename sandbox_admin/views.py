@@ -31,6 +31,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods
 
+from payments.services.polling import next_batch_after
 from sandbox_admin import selectors, services
 from sandbox_admin.errors import SandboxError
 from sandbox_admin.forms import (
@@ -146,7 +147,14 @@ def customers(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "sandbox_admin/customers.html",
-        {"form": form, "listing": listing, "error": error, "timings": timings, **flags},
+        {
+            "form": form,
+            "listing": listing,
+            "known": selectors.known_accounts(listing.customers) if listing else {},
+            "error": error,
+            "timings": timings,
+            **flags,
+        },
         status=502 if error else 200,
     )
 
@@ -161,7 +169,11 @@ def customer(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "sandbox_admin/customer.html",
-        {"customer": found, "is_corporate": found.customer_type == CORPORATE},
+        {
+            "customer": found,
+            "is_corporate": found.customer_type == CORPORATE,
+            "known": selectors.known_accounts([found]),
+        },
     )
 
 
@@ -381,6 +393,30 @@ def _batches_message(run: services.BatchesRun, move: str) -> str:
     return text
 
 
+def offset_words(seconds: int) -> str:
+    """How far the bank's clock is ahead, in days, hours and minutes ("13 hours 35 minutes"), not seconds."""
+    minutes = seconds // 60  # whole minutes, as a clock reads
+    days, rest = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(rest, 60)
+    parts = [
+        ngettext("%(count)d day", "%(count)d days", days) % {"count": days} if days else "",
+        ngettext("%(count)d hour", "%(count)d hours", hours) % {"count": hours} if hours else "",
+        ngettext("%(count)d minute", "%(count)d minutes", minutes) % {"count": minutes} if minutes else "",
+    ]
+    return " ".join(part for part in parts if part) or _("less than a minute")
+
+
+def next_batch_words(bank_now: datetime.datetime) -> str:
+    """The bank's next batch by its own clock ("15:00 UTC today"), from the batch times the portal knows."""
+    slot = next_batch_after(bank_now)
+    if slot is None:
+        return ""
+    time = slot.strftime("%H:%M")
+    if slot.date() == bank_now.astimezone(datetime.UTC).date():
+        return _("The next batch is at %(time)s UTC today by the bank's clock.") % {"time": time}
+    return _("The next batch is at %(time)s UTC tomorrow by the bank's clock.") % {"time": time}
+
+
 @staff_sandbox_page
 @require_http_methods(["GET", "POST"])
 def clock(request: HttpRequest) -> HttpResponse:
@@ -404,6 +440,8 @@ def clock(request: HttpRequest) -> HttpResponse:
         bank_clock, error = None, exc
     context = {
         "bank_clock": bank_clock,
+        "offset": offset_words(bank_clock.offset_seconds) if bank_clock else "",
+        "next_batch": next_batch_words(bank_clock.now) if bank_clock else "",
         "error": error,
         "batch_times": [slot.strftime("%H:%M") for slot in settings.BANK_BATCH_TIMES],
         "moves": form.fields["move"].choices,

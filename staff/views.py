@@ -21,13 +21,44 @@ from staff import selectors
 PERIOD = timedelta(hours=24)
 
 
-def _chart(labels: list[str], series: dict[str, list], unit: str) -> dict:
-    """The data of one chart as static/js/charts.js reads it (interfaces: labels, series, unit)."""
-    return {
+def _chart(labels: list[str], series: dict[str, list], unit: str, titles: list[str] | None = None) -> dict:
+    """The data of one chart as static/js/charts.js reads it (interfaces: labels, series, unit, and titles: the
+    full text of each label, for the tooltips, when the labels are short)."""
+    chart = {
         "labels": labels,
         "series": [{"name": name, "values": values} for name, values in series.items()],
         "unit": unit,
     }
+    if titles is not None:
+        chart["titles"] = titles
+    return chart
+
+
+def _segments(operation: str) -> tuple[str, list[str]]:
+    method, _space, path = operation.partition(" ")
+    parts = [part for part in path.split("/") if part and part != "v1" and not part.startswith("{")]
+    return method, parts
+
+
+def operation_labels(operations: list[str]) -> list[str]:
+    """Short bar labels for "GET /v1/accounts/{account_id}/balances" and the like: every bar read "GET /v1/...",
+    cut to the bar's width. The method and the last segments of the path (no "/v1", no ids), as few as tell the
+    operations shown apart: "GET balances", or "GET accounts/balances" beside "GET card-accounts/balances"."""
+    split = [_segments(operation) for operation in operations]
+
+    def label(index: int, count: int) -> str:
+        method, parts = split[index]
+        return f"{method} {'/'.join(parts[-count:])}" if parts else operations[index]
+
+    labels = []
+    for index, (_method, parts) in enumerate(split):
+        count = 1
+        while count < len(parts) and any(
+            label(index, count) == label(other, count) for other in range(len(split)) if other != index
+        ):
+            count += 1
+        labels.append(label(index, count))
+    return labels
 
 
 @require_GET
@@ -43,20 +74,23 @@ def dashboard(request):
     waiting = selectors.payments_waiting()
     certificates = selectors.certificate_figures(now=until)
     names = [figures.operation for figures in operations]
+    short = operation_labels(names)
     charts = {
         "calls": _chart(
-            names,
+            short,
             {
                 _("calls"): [f.calls for f in operations],
                 _("errors"): [f.errors for f in operations],
                 "429": [f.too_many for f in operations],
             },
             _("calls"),
+            names,
         ),
         "durations": _chart(
-            names,
+            short,
             {_("median"): [f.median_ms for f in operations], _("95th percentile"): [f.p95_ms for f in operations]},
             "ms",
+            names,
         ),
         "hours": _chart(
             [timezone.localtime(h.hour).strftime("%H:%M") for h in hours],

@@ -1,7 +1,12 @@
 // Charts without a library and without inline styles or scripts (CSP): every
 //   <div class="chart" data-chart-kind="line|bar" data-chart-source="ID" data-chart-title="...">
 // is drawn as an inline SVG from the JSON of the element ID, written by {{ data|json_script:"ID" }}:
-//   {"labels": ["...", ...], "series": [{"name": "...", "values": [1.5, "1234.50", null, ...]}], "unit": "NOK"}
+//   {"labels": ["...", ...], "series": [{"name": "...", "values": [1.5, "1234.50", null, ...]}], "unit": "NOK",
+//    "titles": ["...", ...]}
+// "titles" (optional): the full text of each label, for the tooltips, when the labels are short names.
+// data-chart-labels-translate="no" marks the axis labels as names of code (translate="no"), not words.
+// Without a value, or with only zeros where the container has data-chart-empty, the chart is that text instead
+// (an axis from -1 to 1 around nothing says less than "No calls yet").
 // Values are numbers or decimal strings; null leaves a gap. The strings are drawn as floats (a picture needs no
 // exactness) but shown exactly as sent in the tooltips. Colours, strokes and sizes come from classes
 // (portal.css: .chart-series-N, .chart-line, .chart-bar ...), positions from SVG attributes. The page must put
@@ -173,6 +178,9 @@
       return;
     }
     var labels = data.labels.map(String);
+    var titles = labels.map(function (label, i) {
+      return Array.isArray(data.titles) && data.titles[i] ? String(data.titles[i]) : label;
+    });
     var series = data.series.map(function (item) {
       var values = Array.isArray(item.values) ? item.values : [];
       return {
@@ -187,7 +195,10 @@
     series.forEach(function (item) {
       all = all.concat(item.values);
     });
-    if (!labels.length || all.every(function (v) { return v === null; })) {
+    var nothing = all.every(function (v) {
+      return v === null || (v === 0 && container.hasAttribute("data-chart-empty"));
+    });
+    if (!labels.length || nothing) {
       container.setAttribute("data-chart-state", "empty");
       var empty = document.createElement("p");
       empty.className = "help";
@@ -260,6 +271,9 @@
     var every = Math.max(1, Math.ceil(labels.length / fitting));
     var maxChars = kind === "bar" ? Math.max(3, Math.floor((band * every) / CHAR_WIDTH)) : 40;
     var axis = node("g", { class: "chart-axis" }, svg);
+    if (container.getAttribute("data-chart-labels-translate") === "no") {
+      axis.setAttribute("translate", "no"); // names of code (the bank's operations), not words to translate
+    }
     labels.forEach(function (label, index) {
       var last = labels.length - 1;
       // Every few labels, and the last one unless it would touch the one before it.
@@ -267,10 +281,12 @@
         return;
       }
       var anchor = kind === "line" && index === 0 ? "start" : kind === "line" && index === labels.length - 1 ? "end" : "middle";
-      var shown = label.length > maxChars ? label.slice(0, maxChars - 1) + "\u2026" : label;
+      // A bar's label is a name whose end tells it apart ("GET balances"): a narrow bar keeps the end.
+      var cut = kind === "bar" ? "\u2026" + label.slice(label.length - maxChars + 1) : label.slice(0, maxChars - 1) + "\u2026";
+      var shown = label.length > maxChars ? cut : label;
       var tick = text("text", { class: "chart-tick", x: x(index), y: plot.top + plot.height + 18, "text-anchor": anchor }, shown, axis);
-      if (shown !== label) {
-        text("title", {}, label, tick);
+      if (shown !== titles[index]) {
+        text("title", {}, titles[index], tick);
       }
     });
 
@@ -296,7 +312,7 @@
             },
             group
           );
-          text("title", {}, labels[i] + ": " + String(item.raw[i]) + unit, bar);
+          text("title", {}, titles[i] + ": " + String(item.raw[i]) + unit, bar);
         });
         return;
       }
@@ -323,7 +339,7 @@
           return;
         }
         var point = node("circle", { class: "chart-point " + cls, cx: x(i), cy: y(value), r: 3 }, group);
-        text("title", {}, labels[i] + ": " + String(item.raw[i]) + unit, point);
+        text("title", {}, titles[i] + ": " + String(item.raw[i]) + unit, point);
       });
     });
 

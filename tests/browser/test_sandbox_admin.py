@@ -31,6 +31,13 @@ def test_staff_lists_sandbox_customers_with_both_toggles(page, live_server, live
     staff.user_permissions.add(
         Permission.objects.get(content_type__app_label="sandbox_admin", codename="view_sandbox")
     )
+    # One account a customer's connection has read: the portal knows its IBAN and name (the bank's sandbox
+    # answers give only ids).
+    from core.bank import bank_client
+    from tests.bank_factories import BankAccountFactory
+
+    read = bank_client().sandbox.customers(with_accounts=True)[0].accounts[0]
+    BankAccountFactory(resource_id=read, iban="NO9386011117947", name="Brukskonto")
     secret = new_totp_secret()
     TOTP.activate(staff, secret)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
@@ -56,7 +63,13 @@ def test_staff_lists_sandbox_customers_with_both_toggles(page, live_server, live
     assert first.locator("td.card-accounts li code").count() == 1
     assert "privat" in first.locator("td.agreements").inner_text()
     assert "withAccounts=true, withAgreements=true" in page.locator(".listing-timing").inner_text()
+    assert "enc!!" not in first.inner_text()  # the bank's ids only behind "Details" (closed)
+    assert "NO93 8601 1117 947 · Brukskonto" in first.locator("td.accounts").inner_text()
     page.screenshot(path=artifacts_dir / "sandbox-customers-with-accounts-and-agreements.png", full_page=True)
+    size = page.viewport_size
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=artifacts_dir / "sandbox-customers-with-accounts-and-agreements-390.png", full_page=True)
+    page.set_viewport_size(size)
 
     first.get_by_role("button", name="Copy").click()
     page.wait_for_selector("button:has-text('Copied')")

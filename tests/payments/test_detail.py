@@ -328,3 +328,44 @@ def test_a_cancelled_approval_says_what_happened_with_the_codes_under_details(al
         assert technical not in visible, technical
     assert "<dt>Code</dt><dd><code>SCA_INVALID</code></dd>" in page
     assert "<dt>Status code at the bank</dt><dd><code>RCVD</code></dd>" in page
+
+
+def _rejected(alice, **fields):
+    return PaymentFactory(user=alice, transaction_status="RJCT", state=PaymentState.FINAL, **fields)
+
+
+@pytest.mark.parametrize("language", ["en", "nb"])
+def test_a_rejected_payment_says_why_on_its_final_page(alice_client, alice, language):
+    no_money = _rejected(alice)
+    status_event(no_money, "ACCP", funds_available=False)
+    status_event(no_money, "RJCT")
+    said = _rejected(alice, psu_message="Creditor account closed")
+    told = _rejected(alice, tpp_messages=[{"category": "ERROR", "code": "PAYMENT_FAILED", "text": "Blocked"}])
+    silent = _rejected(alice)
+    status_event(silent, "RJCT")
+    expected = {
+        "en": {
+            no_money: "The account did not have enough money for the payment and its fee. No money was moved.",
+            said: "No money was moved. The bank says: Creditor account closed",
+            told: "No money was moved. The bank says: Blocked",
+            silent: "No money was moved. The bank gave no reason; your bank can tell you more.",
+        },
+        "nb": {
+            no_money: "Kontoen hadde ikke nok penger til betalingen og gebyret.",
+            said: "Ingen penger ble flyttet. Banken sier: Creditor account closed",
+            told: "Ingen penger ble flyttet. Banken sier: Blocked",
+            silent: "Ingen penger ble flyttet. Banken oppga ingen grunn; banken din kan fortelle deg mer.",
+        },
+    }[language]
+
+    for payment, reason in expected.items():
+        headers = {"HTTP_ACCEPT_LANGUAGE": language}
+        alice_client.cookies["django_language"] = language
+        page = alice_client.get(_url("payment-detail", payment.pk), **headers).content.decode()
+        data = alice_client.get(_url("payment-status-json", payment.pk), **headers).json()
+        meaning = page.split('id="payment-status-meaning">', 1)[1].split("</p>", 1)[0]
+        assert reason in meaning, (payment.psu_message, meaning)
+        assert reason in data["statusMeaning"]
+        assert "The bank has rejected the payment" not in meaning
+        assert data["psuMessage"] == ""  # the reason already carries the bank's words: not said twice
+        assert 'id="payment-psu-message" class="message" hidden>' in page

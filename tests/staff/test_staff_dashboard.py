@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from payments.models import PaymentState
 from staff import selectors
+from staff.views import operation_labels
 from tests.payments.payment_factories import PaymentFactory
 from tests.staff.fixtures import bank_call
 
@@ -152,12 +153,13 @@ def test_the_page_shows_the_figures_and_the_chart_data(support_client, known_cal
         match = re.search(rf'<script id="{source}" type="application/json">(.*?)</script>', html, re.S)
         assert match, source
         data = json.loads(match.group(1))
-        assert set(data) == {"labels", "series", "unit"}
+        assert {"labels", "series", "unit"} <= set(data) <= {"labels", "series", "unit", "titles"}
         assert all(len(series["values"]) == len(data["labels"]) for series in data["series"])
     calls = json.loads(
         re.search(r'<script id="chart-calls" type="application/json">(.*?)</script>', html, re.S)[1]
     )
-    assert calls["labels"] == ["GET /v1/accounts", "POST /v1/consents"]
+    assert calls["labels"] == ["GET accounts", "POST consents"]
+    assert calls["titles"] == ["GET /v1/accounts", "POST /v1/consents"]
     assert calls["series"][0] == {"name": "calls", "values": [20, 3]}
     assert 'src="/static/js/charts.js"' in html
     assert "<script>" not in html  # no inline script (CSP)
@@ -174,3 +176,63 @@ def test_only_staff_allowed_to_read_the_audit_log_open_it(client, alice, charlie
     client.force_login(support)
     assert client.get(URL).status_code == 200
     assert client.post(URL).status_code == 405
+
+
+def _chart_data(html: str, source: str) -> dict:
+    return json.loads(re.search(rf'<script id="{source}" type="application/json">(.*?)</script>', html, re.S)[1])
+
+
+def test_bars_are_labelled_by_what_tells_the_operations_apart():
+    operations = [
+        "GET /v1/accounts",
+        "GET /v1/accounts/{account_id}/balances",
+        "GET /v1/card-accounts/{account_id}/balances",
+        "GET /v1/payments/{product}/{payment_id}/status",
+        "POST /v1/consents",
+        "GET /v1/",
+    ]
+
+    assert operation_labels(operations) == [
+        "GET accounts",
+        "GET accounts/balances",
+        "GET card-accounts/balances",
+        "GET status",
+        "POST consents",
+        "GET /v1/",  # nothing shorter to say
+    ]
+
+
+def test_the_bar_charts_carry_short_labels_and_the_full_operation_for_the_tooltips(support_client, alice):
+    now = timezone.now()
+    bank_call(started_at=now - timedelta(minutes=5), path="/v1/accounts/{account_id}/transactions", user=alice)
+    bank_call(started_at=now - timedelta(minutes=6), path="/v1/payments/{product}/{payment_id}/status")
+
+    html = support_client.get(URL).content.decode()
+
+    for source in ("chart-calls", "chart-durations"):
+        chart = re.search(rf'<div class="chart"[^>]*data-chart-source="{source}"[^>]*>', html)[0]
+        assert 'data-chart-labels-translate="no"' in chart  # operation names are code, not words to translate
+        data = _chart_data(html, source)
+        assert sorted(data["labels"]) == ["GET status", "GET transactions"]
+        assert sorted(data["titles"]) == [
+            "GET /v1/accounts/{account_id}/transactions",
+            "GET /v1/payments/{product}/{payment_id}/status",
+        ]
+        assert data["labels"].index("GET status") == data["titles"].index(
+            "GET /v1/payments/{product}/{payment_id}/status"
+        )
+
+
+@pytest.mark.parametrize(
+    ("language", "no_calls", "no_payments"),
+    [("en", "No calls yet", "No payments are waiting"), ("nb", "Ingen kall ennå", "Ingen betalinger venter")],
+)
+def test_empty_charts_say_so_instead_of_an_empty_axis(support_client, language, no_calls, no_payments):
+    support_client.cookies["django_language"] = language
+
+    html = support_client.get(URL, HTTP_ACCEPT_LANGUAGE=language).content.decode()
+
+    assert f'<p class="help" id="hours-empty">{no_calls}</p>' in html
+    assert f'<p class="help" id="waiting-empty">{no_payments}</p>' in html
+    for source in ("chart-calls", "chart-durations", "chart-hours", "chart-waiting"):
+        assert f'data-chart-source="{source}"' not in html and f'id="{source}"' not in html
