@@ -415,12 +415,9 @@ def test_a_customer_signs_in_connects_and_pays_to_settlement_over_https_through_
         # Connect: the portal's form, the bank's SCA screens through the proxy's bank port, back to the portal.
         connect_bank(page, product, identity=PRIVATE_1, accounts=["Brukskonto", "Høyrentekonto"])
         assert any(url.startswith(f"{deployment.bank_public_url}/sca/authorize") for url in visited), visited
-        page.wait_for_url(re.compile(r"/bank/connections/"))
+        # Back on the new connection's accounts, with the balances the bank gave.
+        page.wait_for_url(re.compile(r"/bank/accounts/\?connection=\d+$"))
         assert page.get_by_text("Your bank is connected.").is_visible()
-
-        # Accounts, with the balances the bank gave.
-        page.get_by_role("navigation", name="Main").get_by_role("link", name="Accounts").click()
-        page.wait_for_url(re.compile(r"/bank/accounts/$"))
         rows = page.locator("tr.account-row")
         assert rows.count() == 2
         overview = page.locator("table.accounts-overview").inner_text()
