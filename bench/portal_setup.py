@@ -137,3 +137,31 @@ def reviewed_draft(*, user, connection, debtor_iban: str, amount: Decimal):
         creditor_name="Müller Maschinenbau GmbH",
         creditor_account="DE89370400440532013000",
     )
+
+
+#: The synthetic connections of the refresh benchmarks at scale (bench.refresh_growth, bench.scale): accounts per
+#: connection, and one connection in DEAD_EVERY needs reconnecting (its accounts are not refreshed).
+PER_CONNECTION = 800
+DEAD_EVERY = 5
+
+
+def synthetic_connection(user, n: int, now):
+    """The ``n``-th synthetic connection of ``user`` (unsaved): active, or needing reconnection for one in
+    DEAD_EVERY, its accounts fetched at ``now``."""
+    from datetime import timedelta
+
+    from connections.crypto import lookup_hash
+    from connections.models import BankConnection, ConnectionState
+
+    psu_id = f"00000000-0000-4000-8000-{n:012d}"
+    dead = n % DEAD_EVERY == DEAD_EVERY - 1
+    return BankConnection(
+        user=user,
+        context="PRIVATE",
+        state=ConnectionState.NEEDS_RECONNECT if dead else ConnectionState.ACTIVE,
+        psu_id=psu_id,
+        psu_id_hash=lookup_hash(psu_id),
+        sca_at=now,
+        consent_valid_until=now + timedelta(days=180),
+        accounts_fetched_at=now,
+    )

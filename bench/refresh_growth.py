@@ -24,13 +24,11 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from bench.portal_setup import portal_database, setup_portal
+from bench.portal_setup import PER_CONNECTION, portal_database, setup_portal, synthetic_connection
 from bench.refresh import _cycle
 from bench.report import emit
 
 GOAL = 1.2  # CPU per account at the largest size / at the smallest
-PER_CONNECTION = 800
-DEAD_EVERY = 5  # one connection in five needs reconnecting (its accounts are not refreshed)
 BANK_URL = "https://bank.invalid/xs2a"
 
 
@@ -41,7 +39,6 @@ def _grow(upto: int, rng: random.Random) -> None:
     from django.utils import timezone
 
     from accounts.models import BankAccount, RefreshCall, RefreshKind
-    from connections.crypto import lookup_hash
     from connections.models import BankConnection, ConnectionState
 
     now = timezone.now()
@@ -51,19 +48,10 @@ def _grow(upto: int, rng: random.Random) -> None:
     have = BankAccount.objects.count()
     while have < upto:
         n = min(PER_CONNECTION, upto - have)
-        psu_id = f"00000000-0000-4000-8000-{have:012d}"
         # One connection in DEAD_EVERY lost its consent: its accounts were due when it did, and stay so.
-        dead = (have // PER_CONNECTION) % DEAD_EVERY == DEAD_EVERY - 1
-        connection = BankConnection.objects.create(
-            user=user,
-            context="PRIVATE",
-            state=ConnectionState.NEEDS_RECONNECT if dead else ConnectionState.ACTIVE,
-            psu_id=psu_id,
-            psu_id_hash=lookup_hash(psu_id),
-            sca_at=now,
-            consent_valid_until=now + timedelta(days=180),
-            accounts_fetched_at=now,
-        )
+        connection = synthetic_connection(user, BankConnection.objects.count(), now)
+        connection.save()
+        dead = connection.state != ConnectionState.ACTIVE
         accounts = BankAccount.objects.bulk_create(
             [
                 BankAccount(

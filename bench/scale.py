@@ -29,10 +29,8 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-from bench.portal_setup import portal_database, setup_portal
+from bench.portal_setup import PER_CONNECTION, portal_database, setup_portal, synthetic_connection
 
-PER_CONNECTION = 800
-DEAD_EVERY = 5
 BATCH = 5000
 TICK = timedelta(minutes=5)
 BANK_URL = "https://bank.invalid/xs2a"
@@ -42,27 +40,13 @@ def _seed(count: int, now, rng: random.Random, refreshes: int) -> None:
     from django.contrib.auth import get_user_model
 
     from accounts.models import BankAccount, RefreshCall, RefreshKind
-    from connections.crypto import lookup_hash
     from connections.models import BankConnection, ConnectionState
 
     user = get_user_model().objects.create_user("scale", "scale@example.com", "scale-password-123")
     interval, parked = 6 * 3600, 7 * 24 * 3600
     connections = []
     for n in range((count + PER_CONNECTION - 1) // PER_CONNECTION):
-        psu_id = f"00000000-0000-4000-8000-{n:012d}"
-        dead = n % DEAD_EVERY == DEAD_EVERY - 1
-        connections.append(
-            BankConnection(
-                user=user,
-                context="PRIVATE",
-                state=ConnectionState.NEEDS_RECONNECT if dead else ConnectionState.ACTIVE,
-                psu_id=psu_id,
-                psu_id_hash=lookup_hash(psu_id),
-                sca_at=now,
-                consent_valid_until=now + timedelta(days=180),
-                accounts_fetched_at=now,
-            )
-        )
+        connections.append(synthetic_connection(user, n, now))
     connections = BankConnection.objects.bulk_create(connections, batch_size=BATCH)
     for start in range(0, count, BATCH):
         accounts = []
