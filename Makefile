@@ -91,7 +91,7 @@ lint: venv
 
 # The tests run in TEST_WORKERS processes (pytest-xdist), a test module and its fixtures in one of them; what the
 # processes would otherwise share (Redis, the metric files) tests/workers.py gives each its own. 0: one process.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 4
 PYTEST_WORKERS = -n $(TEST_WORKERS) $(if $(filter 0,$(TEST_WORKERS)),,--dist loadscope)
 
 # chromium, nginx, pg_dump/pg_restore, redis-server and xgettext: installed when missing if run as root with

@@ -26,7 +26,7 @@ from tests.payments.journeys import account_named
 TIMEOUT = int(os.environ.get("EXACTLY_ONCE_TIMEOUT", "900"))
 pytestmark = [pytest.mark.live_bank, pytest.mark.timeout(TIMEOUT)]
 
-EXAMPLES = int(os.environ.get("EXACTLY_ONCE_EXAMPLES", "200"))
+EXAMPLES = int(os.environ.get("EXACTLY_ONCE_EXAMPLES", "100"))
 STEPS = int(os.environ.get("EXACTLY_ONCE_STEPS", "30"))
 #: At most this many examples for a planted fault to be found in (it is found in far fewer).
 PLANTED_EXAMPLES = 60
