@@ -189,6 +189,12 @@ if REDIS_URL:
         raise ImproperlyConfigured("REDIS_URL: expected redis://host:port/db, got a malformed address")
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    # Sessions in Redis too, not in the database: a sign-in then writes one row (the user's last_login) instead
+    # of three (the new session, last_login, the session again with the sign-in's marks), and a page that marks
+    # the session (activity, re-authentication) writes none. On SQLite every write waits for the one write lock,
+    # behind the worker's refresh: 20 sign-ins at once waited seconds for it (bench.load). Sessions expire
+    # in Redis on their own (no clearsessions); losing Redis's data signs everyone out (compose keeps it on disk).
+    SESSION_ENGINE = "django.contrib.sessions.backends.cache"
     CELERY_BROKER_URL = REDIS_URL
     CELERY_BROKER_TRANSPORT_OPTIONS: dict = {"visibility_timeout": 3600}
 else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.load import run_load
+from bench.load import SIGN_IN, run_load
 
 pytestmark = [pytest.mark.product, pytest.mark.live_bank, pytest.mark.timeout(600)]
 
@@ -28,6 +28,8 @@ def test_users_browsing_and_paying_while_the_background_refresh_runs(tmp_path):
     assert report.problems == []
     assert report.failures == 0, report.failure_lines[:10]
     assert report.requests >= 50
+    # Every simulated user signed in once, through the form: the sign-in figures (bench.load's RESULT) count them.
+    assert report.by_request[SIGN_IN].count == 8 and report.by_request[SIGN_IN].failures == 0
     assert report.payments_sent >= 1, "payments were submitted during the run"
     # 200 bulk accounts, and 4 connections of two sandbox customers: 12 portal accounts on 6 bank accounts; all
     # within the allowance, all refreshed, and the refresh ran while the users did.

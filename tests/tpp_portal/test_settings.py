@@ -269,3 +269,30 @@ def test_trusted_proxies_decide_where_the_client_address_comes_from(count, expec
         env={**os.environ, "DJANGO_SETTINGS_MODULE": "tpp_portal.settings", "TRUSTED_PROXY_COUNT": count},
     )
     assert result.stdout.strip() == expected, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("redis_url", "expected"),
+    [
+        ("redis://127.0.0.1:6379/0", "django.contrib.sessions.backends.cache RedisCache"),
+        ("", "django.contrib.sessions.backends.db FileBasedCache"),
+    ],
+)
+def test_sessions_live_in_redis_when_there_is_one(redis_url, expected):
+    # With Redis, a sign-in writes one row to the database instead of three (the session twice): the settings'
+    # comment. Without, the database keeps them (the file cache culls entries at random when full).
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from django.conf import settings as s; "
+            "print(s.SESSION_ENGINE, s.CACHES['default']['BACKEND'].rsplit('.', 1)[1])",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tpp_portal.settings", "REDIS_URL": redis_url},
+    )
+    assert result.stdout.strip() == expected, result.stderr
