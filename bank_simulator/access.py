@@ -84,8 +84,8 @@ class ApiRequest:
 
 def _header(request: HttpRequest, name: str) -> str | None:
     value = request.headers.get(name)
-    if value is None:
-        return None
+    if value is None or value.isascii():  # ASCII reads the same either way (the certificate: 1.5 kB of it)
+        return value
     try:  # WSGI hands header bytes over as ISO-8859-1; a client may have sent UTF-8
         return value.encode("iso-8859-1").decode("utf-8")
     except (UnicodeEncodeError, UnicodeDecodeError):
