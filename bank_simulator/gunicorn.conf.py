@@ -57,6 +57,39 @@ class QuerylessLogger(glogging.Logger):
         """The access log's %(t)s: [07/Dec/2026:05:10:00 +0000]."""
         return time.strftime("[%d/%b/%Y:%H:%M:%S +0000]", time.gmtime())
 
+    def atoms(self, resp, req, environ, request_time) -> dict:
+        """gunicorn's atoms, but for a format that names no header or environ variable (``{name}i``, ``{name}o``,
+        ``{name}e``; as access_log_format above) without those: gunicorn adds one atom per request header,
+        response header and environ variable (some forty) to every line's atoms and escapes each of them, about
+        half of what writing the line cost. The same line either way (test_access_log_line)."""
+        if "{" in self.cfg.access_log_format:
+            return super().atoms(resp, req, environ, request_time)
+        status = resp.status
+        if isinstance(status, str):
+            status = status.split(None, 1)[0]
+        sent = getattr(resp, "sent", None)
+        return {
+            "h": environ.get("REMOTE_ADDR", "-"),
+            "l": "-",
+            "u": self._get_user(environ) or "-",
+            "t": self.now(),
+            "r": f"{environ['REQUEST_METHOD']} {environ['RAW_URI']} {environ['SERVER_PROTOCOL']}",
+            "s": status,
+            "m": environ.get("REQUEST_METHOD"),
+            "U": environ.get("PATH_INFO"),
+            "q": environ.get("QUERY_STRING"),
+            "H": environ.get("SERVER_PROTOCOL"),
+            "b": str(sent) if sent is not None else "-",
+            "B": sent,
+            "f": environ.get("HTTP_REFERER", "-"),
+            "a": environ.get("HTTP_USER_AGENT", "-"),
+            "T": request_time.seconds,
+            "D": (request_time.seconds * 1000000) + request_time.microseconds,
+            "M": (request_time.seconds * 1000) + int(request_time.microseconds / 1000),
+            "L": f"{request_time.seconds}.{request_time.microseconds:06d}",
+            "p": f"<{os.getpid()}>",
+        }
+
 
 logger_class = QuerylessLogger
 # No control socket (gunicorn 25.1's gunicornc interface, by default in ~/.gunicorn/): nothing here uses it, and a
