@@ -7,7 +7,9 @@ measurement), then sends them from a few keep-alive client processes for a bound
 
 Printed with the reference measured in the same run: the cost of one signature verification in the bank's own
 code (``bank_simulator.access.verify_signature`` on a cached certificate), and the ratio between the two.
-Client and server share the machine's cores, so the figure is a lower bound for the server alone.
+Client and server share the machine's cores, so the figure is a lower bound for the server alone. The CPU seconds
+the bank's processes (gunicorn's master and workers) and the clients used during the load, per read answered, are
+printed too: on a machine other sessions load, they say more than the reads per second do.
 Payment initiations per second are measured by bench.simulator_payments.
 """
 
@@ -90,8 +92,11 @@ def _consent(base: str, signer, session_id: str) -> tuple[str, str]:
     return psu_id, main["_links"]["balances"]["href"]
 
 
-def _client(args: tuple[str, int, list[dict[str, str]], str, float]) -> tuple[int, int]:
+def _client(args: tuple[str, int, list[dict[str, str]], str, float]) -> tuple[int, int, float]:
+    """Send the pre-signed requests until ``stop_at``: how many were answered 200, how many not, and the CPU
+    seconds this client used."""
     host, port, requests_headers, path, stop_at = args
+    cpu_started = time.process_time()
     connection = http.client.HTTPConnection(host, port, timeout=30)
     ok = failed = 0
     for headers in requests_headers:
@@ -105,7 +110,28 @@ def _client(args: tuple[str, int, list[dict[str, str]], str, float]) -> tuple[in
         else:
             failed += 1
     connection.close()
-    return ok, failed
+    return ok, failed, time.process_time() - cpu_started
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """CPU seconds (user + system) the processes ``pids`` have used so far (0 for one that has ended)."""
+    import psutil
+
+    total = 0.0
+    for pid in pids:
+        try:
+            times = psutil.Process(pid).cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
+def _bank_pids(master: int) -> list[int]:
+    """gunicorn's master and its workers."""
+    import psutil
+
+    return [master, *(child.pid for child in psutil.Process(master).children())]
 
 
 def _verification_cost(signed: dict[str, str], path: str) -> tuple[float, float]:
@@ -172,13 +198,17 @@ def main() -> None:
             ]
             sign_cost = (time.perf_counter() - started) / (CLIENTS * PER_CLIENT)
             host = urlsplit(bank.base_url).hostname or "127.0.0.1"
-            stop_at = time.monotonic() + DURATION
-            started = time.perf_counter()
+            bank_pids = _bank_pids(bank.process.pid)
             with multiprocessing.get_context("fork").Pool(CLIENTS) as pool:
+                bank_cpu = _cpu_seconds(bank_pids)
+                stop_at = time.monotonic() + DURATION
+                started = time.perf_counter()
                 results = pool.map(_client, [(host, bank.port, batch, path, stop_at) for batch in batches])
-            elapsed = time.perf_counter() - started
+                elapsed = time.perf_counter() - started
+                bank_cpu = _cpu_seconds(bank_pids) - bank_cpu
         ok = sum(r[0] for r in results)
         failed = sum(r[1] for r in results)
+        client_cpu = sum(r[2] for r in results)
 
         fresh = signer.sign("GET", path, _headers(session_id, psu_id), None)
         verify_full, verify_rsa = _verification_in_process(bank.env, fresh, path)
@@ -195,6 +225,14 @@ def main() -> None:
         f"{verify_full * 1e6:.0f} us -> {verifications_per_second:.0f} /s on one core; RSA verify alone "
         f"{verify_rsa * 1e6:.0f} us; client-side signing {sign_cost * 1e6:.0f} us"
     )
+    answered = max(ok + failed, 1)
+    bank_cpu = max(bank_cpu, 1e-9)
+    print(
+        f"CPU per read: bank (gunicorn master and workers) {bank_cpu / answered * 1e3:.2f} ms, clients "
+        f"{client_cpu / answered * 1e3:.2f} ms; {os.cpu_count()} cores at this CPU per read would serve "
+        f"{(os.cpu_count() or 1) / ((bank_cpu + client_cpu) / answered):.0f} reads/s with the clients, "
+        f"{(os.cpu_count() or 1) / (bank_cpu / answered):.0f} /s without (other load on the machine inflates both)"
+    )
     print(
         f"ratio: balance reads per second / signature verifications per second = "
         f"{reads_per_second / verifications_per_second:.3f}"
@@ -209,6 +247,7 @@ def main() -> None:
         baseline=verifications_per_second,
     )
     emit("sandbox bank non-200 balance reads", failed, "", better="lower", goal=0)
+    emit("sandbox bank CPU per signed balance read", bank_cpu / answered * 1e3, "ms", better="lower")
     print("payment initiations per second: see bench.simulator_payments")
 
 
