@@ -13,6 +13,8 @@ from django.apps import apps
 from django.contrib import admin as admin_module
 from django.urls import reverse
 from django.utils import translation
+from django.utils.translation.trans_real import DjangoTranslation
+from django.views.i18n import JavaScriptCatalog
 
 from payments.models import Payment
 from tests.staff.fixtures import bank_call
@@ -103,22 +105,27 @@ def _catalogue(path: Path):
         return read_po(handle, locale="nb")
 
 
-def test_every_admin_text_django_leaves_untranslated_has_the_portals_translation():
-    """Django's admin texts without a bokmål translation in Django's own catalogue (the list changes with Django's
-    version: staff/admin/django_words.py) are translated by the portal's."""
+def _left_untranslated_by_django(domain: str) -> list:
+    """The admin's texts of ``domain`` that Django's own bokmål catalogue has no translation for."""
     admin_locale = Path(admin_module.__file__).parent / "locale"
     translated = {
-        message.id if isinstance(message.id, str) else message.id[0]
-        for message in _catalogue(admin_locale / "nb/LC_MESSAGES/django.po")
+        (message.context, message.id if isinstance(message.id, str) else message.id[0])
+        for message in _catalogue(admin_locale / f"nb/LC_MESSAGES/{domain}.po")
         if message.id
         and not message.fuzzy
         and all(message.string if isinstance(message.string, tuple) else [message.string])
     }
-    untranslated = [
-        m.id
-        for m in _catalogue(admin_locale / "en/LC_MESSAGES/django.po")
-        if m.id and (m.id if isinstance(m.id, str) else m.id[0]) not in translated
+    return [
+        m
+        for m in _catalogue(admin_locale / f"en/LC_MESSAGES/{domain}.po")
+        if m.id and (m.context, m.id if isinstance(m.id, str) else m.id[0]) not in translated
     ]
+
+
+def test_every_admin_text_django_leaves_untranslated_has_the_portals_translation():
+    """Django's admin texts without a bokmål translation in Django's own catalogue (the list changes with Django's
+    version: staff/admin/django_words.py) are translated by the portal's."""
+    untranslated = [m.id for m in _left_untranslated_by_django("django")]
     assert "Skip to main content" in untranslated  # Django 5.2's catalogue
     with translation.override("nb"):
         for message in untranslated:
@@ -126,3 +133,35 @@ def test_every_admin_text_django_leaves_untranslated_has_the_portals_translation
                 assert translation.ngettext(message[0], message[1], 2) != message[1], message
             else:
                 assert translation.gettext(message) != message, message
+
+
+def test_every_admin_script_text_django_leaves_untranslated_has_the_portals_translation():
+    """The same for the admin's JavaScript (its selectors and calendar: staff/admin/django_words.js): the admin's
+    catalogue (/admin/jsi18n/) adds the portal's djangojs catalogue to Django's."""
+    untranslated = _left_untranslated_by_django("djangojs")
+    assert "Choose all %s" in [m.id for m in untranslated]  # Django 5.2's catalogue
+    with translation.override("nb"):
+        catalog = JavaScriptCatalog(packages=["django.contrib.admin"])
+        catalog.translation = DjangoTranslation(
+            "nb", domain="djangojs", localedirs=catalog.get_paths(["django.contrib.admin"])
+        )
+        texts = catalog.get_catalog()
+    for message in untranslated:
+        key = message.id if isinstance(message.id, str) else message.id[0]
+        key = f"{message.context}\x04{key}" if message.context else key
+        shown = texts.get(key)
+        english = message.id if isinstance(message.id, str) else list(message.id)
+        assert shown and shown != english, (key, shown)
+
+
+def test_the_admin_scripts_speak_bokmal(support_client):
+    """The permission selector and the calendar of the admin's pages take their words from /admin/jsi18n/."""
+    script = _nb(support_client, reverse("admin:jsi18n"))
+    texts = json.loads(re.search(r"const newcatalog = (\{.*?\});", script, re.S)[1])
+    assert texts["Choose all %s"] == "Velg alle %s"
+    assert texts["Remove all %s"] == "Fjern alle %s"
+    assert texts["Choose selected %s"] == "Velg de markerte %s"
+    assert texts["Today"] == "I dag" and texts["Now"] == "Nå"
+    assert texts["Show"] == "Vis" and texts["Hide"] == "Skjul"
+    assert texts["abbrev. day Monday\x04Mon"] == "man"
+    assert "Choose all" not in "".join(str(value) for value in texts.values())
