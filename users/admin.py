@@ -10,6 +10,7 @@ Operators' pages: labels are translated, like the customers' pages.
 from __future__ import annotations
 
 from allauth.account.models import EmailAddress
+from allauth.mfa.models import Authenticator
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
@@ -17,7 +18,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm
 from django.utils.translation import gettext_lazy as _
 
-from users.models import MailSettings, StaffInvitation
+from users.models import MailSettings, SecondFactor, StaffInvitation
 from users.selectors import confirmed_address
 from users.services import InvitationRefused, staff_invitation_create
 
@@ -123,4 +124,55 @@ class StaffInvitationAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+admin.site.unregister(Authenticator)  # allauth.mfa's own registration: English names, and the secret shown
+
+
+class _TitledDateFilter(admin.DateFieldListFilter):
+    """A date filter titled with a translated name (Django titles it with the field's verbose name, which
+    allauth's fields lack)."""
+
+    titles = {"created_at": _("set up"), "last_used_at": _("last used")}
+
+    def __init__(self, field, request, params, model, model_admin, field_path):
+        super().__init__(field, request, params, model, model_admin, field_path)
+        self.title = self.titles[field_path]
+
+
+@admin.register(SecondFactor)
+class SecondFactorAdmin(admin.ModelAdmin):
+    """Which second factors a staff member has, since when, last used when. Shown, never added or changed here
+    (staff enrol their own through an invitation); the secret they hold (``data``) is not shown at all. A
+    superuser may delete one, e.g. of a lost phone: the staff member then enrols anew through an invitation."""
+
+    list_display = ("user_shown", "kind", "set_up", "last_used")
+    list_filter = ("type", ("created_at", _TitledDateFilter), ("last_used_at", _TitledDateFilter))
+    list_select_related = ("user",)
+    search_fields = ("=user__email", "=user__username")
+    search_help_text = _("The staff member's exact e-mail address or username.")
+    fields = ("user_shown", "kind", "set_up", "last_used")
+    readonly_fields = fields
+
+    @admin.display(description=_("user"), ordering="user__username")
+    def user_shown(self, authenticator: Authenticator) -> str:
+        return str(authenticator.user)
+
+    @admin.display(description=_("type"), ordering="type")
+    def kind(self, authenticator: Authenticator) -> str:
+        return authenticator.get_type_display()
+
+    @admin.display(description=_("set up"), ordering="created_at")
+    def set_up(self, authenticator: Authenticator):
+        return authenticator.created_at
+
+    @admin.display(description=_("last used"), ordering="last_used_at")
+    def last_used(self, authenticator: Authenticator):
+        return authenticator.last_used_at
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False

@@ -18,6 +18,7 @@ from django.views.i18n import JavaScriptCatalog
 
 from payments.models import Payment
 from tests.staff.fixtures import bank_call
+from users.models import SecondFactor
 
 pytestmark = pytest.mark.django_db
 
@@ -165,3 +166,36 @@ def test_the_admin_scripts_speak_bokmal(support_client):
     assert texts["Show"] == "Vis" and texts["Hide"] == "Skjul"
     assert texts["abbrev. day Monday\x04Mon"] == "man"
     assert "Choose all" not in "".join(str(value) for value in texts.values())
+
+
+@pytest.fixture
+def superuser_client(client):
+    from allauth.mfa.totp.internal.auth import TOTP
+
+    from tests.factories import UserFactory
+
+    superuser = UserFactory(email="root@example.com", is_staff=True, is_superuser=True)
+    TOTP.activate(superuser, "JBSWY3DPEHPK3PXP")
+    client.force_login(superuser)
+    return client
+
+
+def test_the_admin_names_the_second_factors_in_bokmal(superuser_client):
+    """allauth.mfa's authenticators have no verbose names of their own: the admin shows them as the portal's
+    "second factors", with translated columns and filters, and never the secret they hold."""
+    index = _nb(superuser_client, reverse("admin:index"))
+    assert "Ekstra innloggingsfaktorer" in index
+    assert "Authenticators" not in index and ">MFA<" not in index
+    listing = _nb(superuser_client, reverse("admin:users_secondfactor_changelist"))
+    for words in ("Velg ekstra innloggingsfaktor", "Bruker", "Satt opp", "Sist brukt", "TOTP-autentiserer"):
+        assert words in listing, words
+    for english in ("Authenticator", "Created at", "Last used at", "User<", "authenticator"):
+        assert english not in listing, english
+    (second_factor,) = SecondFactor.objects.all()
+    page = _nb(superuser_client, reverse("admin:users_secondfactor_change", args=[second_factor.pk]))
+    assert "Sist brukt" in page and "Last used" not in page
+    assert "JBSWY3DPEHPK3PXP" not in page and "secret" not in page
+    with translation.override("en"):
+        superuser_client.cookies["django_language"] = "en"
+        english = superuser_client.get(reverse("admin:users_secondfactor_changelist")).content.decode()
+    assert "Second factors" in english and "Last used" in english
