@@ -13,6 +13,7 @@ from allauth.account.models import EmailAddress
 from allauth.mfa.models import Authenticator
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import display_for_value
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm
@@ -163,13 +164,14 @@ class SecondFactorAdmin(admin.ModelAdmin):
     def kind(self, authenticator: Authenticator) -> str:
         return authenticator.get_type_display()
 
+    # Formatted here: the change page prints a method's value as it is ("None", an unlocalised time).
     @admin.display(description=_("set up"), ordering="created_at")
-    def set_up(self, authenticator: Authenticator):
-        return authenticator.created_at
+    def set_up(self, authenticator: Authenticator) -> str:
+        return display_for_value(authenticator.created_at, self.get_empty_value_display())
 
     @admin.display(description=_("last used"), ordering="last_used_at")
-    def last_used(self, authenticator: Authenticator):
-        return authenticator.last_used_at
+    def last_used(self, authenticator: Authenticator) -> str:
+        return display_for_value(authenticator.last_used_at, self.get_empty_value_display())
 
     def has_add_permission(self, request) -> bool:
         return False
