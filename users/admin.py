@@ -9,6 +9,8 @@ Operators' pages: labels are translated, like the customers' pages.
 
 from __future__ import annotations
 
+import datetime as dt
+
 from allauth.account.models import EmailAddress
 from allauth.mfa.models import Authenticator
 from django import forms
@@ -18,6 +20,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from users.models import MailSettings, SecondFactor, StaffInvitation
 from users.selectors import confirmed_address
@@ -32,7 +35,9 @@ class UserCreationWithAddressForm(AdminUserCreationForm):
     email = forms.EmailField(
         label=_("Email address"),
         max_length=254,
-        help_text="Required. Counts as confirmed: staff sign in with it and get their second-factor link there.",
+        help_text=_(
+            "Required. Counts as confirmed: staff sign in with it and get their second-factor link there."
+        ),
     )
 
     class Meta(AdminUserCreationForm.Meta):
@@ -42,7 +47,7 @@ class UserCreationWithAddressForm(AdminUserCreationForm):
         email = self.cleaned_data["email"].strip().lower()
         taken = User.objects.filter(email__iexact=email).exists()
         if taken or EmailAddress.objects.filter(email__iexact=email).exists():
-            raise forms.ValidationError("Another account has this e-mail address.", code="unique")
+            raise forms.ValidationError(_("Another account has this e-mail address."), code="unique")
         return email
 
 
@@ -91,19 +96,35 @@ class PortalUserAdmin(UserAdmin):
     def invite_second_factor(self, request, queryset) -> None:
         chosen = list(queryset.order_by("username")[: INVITE_LIMIT + 1])
         if len(chosen) > INVITE_LIMIT:
-            self.message_user(request, f"Choose at most {INVITE_LIMIT} users at a time.", messages.ERROR)
+            self.message_user(
+                request,
+                ngettext(
+                    "Choose at most %(limit)d user at a time.",
+                    "Choose at most %(limit)d users at a time.",
+                    INVITE_LIMIT,
+                )
+                % {"limit": INVITE_LIMIT},
+                messages.ERROR,
+            )
             return
         for user in chosen:
             try:
                 invitation = staff_invitation_create(user=user, invited_by=request.user)
             except InvitationRefused as exc:
-                self.message_user(request, f"Not invited: {exc}.", messages.ERROR)
+                self.message_user(request, _("Not invited: %(reason)s.") % {"reason": exc}, messages.ERROR)
                 continue
             self.log_change(request, user, "Mailed a second-factor enrolment link.")
             self.message_user(
                 request,
-                f"Mailed {user.get_username()} a second-factor enrolment link at {confirmed_address(user)}; "
-                f"it works once, until {invitation.expires_at:%Y-%m-%d %H:%M} UTC.",
+                _(
+                    "Mailed %(user)s a second-factor enrolment link at %(address)s; it works once, until "
+                    "%(expires)s UTC."
+                )
+                % {
+                    "user": user.get_username(),
+                    "address": confirmed_address(user),
+                    "expires": f"{invitation.expires_at.astimezone(dt.UTC):%Y-%m-%d %H:%M}",
+                },
                 messages.SUCCESS,
             )
 

@@ -151,7 +151,7 @@ class BankAccountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                 self.log_change(request, account, f"Refreshed by staff: {outcome.message}")
             return outcome.ok, outcome.message
 
-        run_bank_action(self, request, queryset, refresh, limit=ACTION_LIMIT, verb="refresh")
+        run_bank_action(self, request, queryset, refresh, limit=ACTION_LIMIT)
 
 
 @admin.register(BalanceSnapshot)
