@@ -17,10 +17,11 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import display_for_value
 from django.contrib.auth import get_user_model
-from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.forms import AdminUserCreationForm
+from django.contrib.auth.models import Group, Permission
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
 
 from users.models import MailSettings, SecondFactor, StaffInvitation
 from users.selectors import confirmed_address
@@ -51,7 +52,67 @@ class UserCreationWithAddressForm(AdminUserCreationForm):
         return email
 
 
+#: The names of Django's default permissions, built from the model's translated name: Django stores each
+#: permission's name in English ("Can change payment") when it makes it.
+DEFAULT_PERMISSION_NAMES = {
+    "add": _("Can add %(model)s"),
+    "change": _("Can change %(model)s"),
+    "delete": _("Can delete %(model)s"),
+    "view": _("Can view %(model)s"),
+}
+
+
+def permission_label(permission: Permission) -> str:
+    """A permission as the admin's permission selector lists it (Django's "app | model | name"), in the reader's
+    language: "Betalinger | betaling | Kan endre betaling". A default permission's name is built from its action
+    and the model's verbose name; another one's stored name is looked up in the catalogue (the portal's own are
+    marked with gettext_noop where they are declared)."""
+    model = permission.content_type.model_class()
+    action, _sep, model_name = permission.codename.partition("_")
+    if model is not None and action in DEFAULT_PERMISSION_NAMES and model_name == model._meta.model_name:
+        name = DEFAULT_PERMISSION_NAMES[action] % {"model": model._meta.verbose_name}
+    else:
+        name = gettext(permission.name)
+    return f"{permission.content_type} | {name}"
+
+
+class PermissionLabelsMixin:
+    """The permission selector of the user and group pages names the permissions in the reader's language."""
+
+    permission_fields = frozenset({"permissions", "user_permissions"})
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        formfield = super().formfield_for_manytomany(db_field, request, **kwargs)
+        if db_field.name in self.permission_fields:
+            formfield.label_from_instance = permission_label
+        return formfield
+
+    def get_fieldsets(self, request, obj=None):
+        """Staff who may only view (support) read the permissions as text, named like in the selector (the
+        admin would print each permission's stored English name)."""
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None or self.has_change_permission(request, obj):
+            return fieldsets
+        swap = {name: "permissions_shown" for name in self.permission_fields}
+        return [
+            (title, {**options, "fields": [swap.get(name, name) for name in options["fields"]]})
+            for title, options in fieldsets
+        ]
+
+    @admin.display(description=_("permissions"))
+    def permissions_shown(self, obj) -> str:
+        manager = obj.permissions if isinstance(obj, Group) else obj.user_permissions
+        labels = [permission_label(permission) for permission in manager.select_related("content_type")]
+        return ", ".join(labels) or self.get_empty_value_display()
+
+
 admin.site.unregister(User)
+admin.site.unregister(Group)
+
+
+@admin.register(Group)
+class PortalGroupAdmin(PermissionLabelsMixin, GroupAdmin):
+    pass
 
 
 class MailSettingsInline(admin.StackedInline):
@@ -71,7 +132,7 @@ class MailSettingsInline(admin.StackedInline):
 
 
 @admin.register(User)
-class PortalUserAdmin(UserAdmin):
+class PortalUserAdmin(PermissionLabelsMixin, UserAdmin):
     inlines = (MailSettingsInline,)
 
     def get_inlines(self, request, obj):

@@ -199,3 +199,33 @@ def test_the_admin_names_the_second_factors_in_bokmal(superuser_client):
         superuser_client.cookies["django_language"] = "en"
         english = superuser_client.get(reverse("admin:users_secondfactor_changelist")).content.decode()
     assert "Second factors" in english and "Last used" in english
+
+
+@pytest.mark.parametrize("page", ["admin:auth_group_add", "admin:auth_user_change"])
+def test_the_permission_selector_names_permissions_in_bokmal(superuser_client, page):
+    """Django stores a permission's name in English ("Can change payment") when it makes it; the selector of the
+    user and group pages builds it in the reader's language from the action and the model's name."""
+    from django.contrib.auth.models import User
+
+    args = [User.objects.get(email="root@example.com").pk] if page.endswith("change") else []
+    html = _nb(superuser_client, reverse(page, args=args))
+    options = re.findall(r'<option value="\d+"[^>]*>(.*?)</option>', html)
+    assert len(options) > 50
+    assert "Betalinger | betaling | Kan endre betaling" in options
+    assert "Bankkontoer | bankkonto | Kan se bankkonto" in options
+    assert (
+        "Administrasjon av sandkassebanken | tilgang til sandkassen | Kan se sandkassebankens kunder" in options
+    ), [o for o in options if "sandkasse" in o.lower()]
+    assert not [option for option in options if "| Can " in option]
+
+
+def test_support_reads_a_users_permissions_in_bokmal(support_client):
+    from django.contrib.auth.models import Permission
+
+    from tests.factories import UserFactory
+
+    user = UserFactory(email="someone@example.com", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="change_payment"))
+    html = _nb(support_client, reverse("admin:auth_user_change", args=[user.pk]))
+    assert "Betalinger | betaling | Kan endre betaling" in html
+    assert "Can change" not in html
