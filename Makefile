@@ -60,6 +60,7 @@ certs: $(VAR_DIR)/pki/tpp-qseal.pem
 
 messages: venv
 	$(BIN)/pybabel compile --domain django --directory locale --statistics
+	$(BIN)/pybabel compile --domain djangojs --directory locale --statistics
 	$(BIN)/pybabel compile --domain django --directory bank_simulator/locale --statistics
 
 migrate: venv certs

@@ -5,6 +5,7 @@ resets the sandbox. The roles (staff/migrations) grant them: support may view, o
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import gettext_noop
 
 
 class SandboxAccess(models.Model):
@@ -14,9 +15,10 @@ class SandboxAccess(models.Model):
         verbose_name = _("sandbox access")
         verbose_name_plural = _("sandbox access")
         default_permissions = ()
+        # Stored in English as every permission's name; the admin shows them translated (users.admin).
         permissions = [
-            ("view_sandbox", "Can view the sandbox bank's customers"),
-            ("change_sandbox", "Can change the sandbox bank (create, reset)"),
+            ("view_sandbox", gettext_noop("Can view the sandbox bank's customers")),
+            ("change_sandbox", gettext_noop("Can change the sandbox bank (create, reset)")),
         ]
 
     def __str__(self) -> str:

@@ -8,6 +8,7 @@ Its labels are translated, as every admin table's.
 
 from __future__ import annotations
 
+from allauth.mfa.models import Authenticator
 from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
@@ -62,3 +63,15 @@ class MailSettings(models.Model):
 
     def __str__(self) -> str:
         return f"mail settings of {self.user}"
+
+
+class SecondFactor(Authenticator):
+    """allauth.mfa's authenticators (a staff member's authenticator app, security keys and recovery codes) as the
+    admin shows them: allauth's model has no verbose names, so the admin named it "Authenticators" with "User",
+    "Created at" and "Last used at" in either language. This proxy gives the table its names (users/admin.py
+    labels its columns); the rows are allauth's own."""
+
+    class Meta:
+        proxy = True
+        verbose_name = _("second factor")
+        verbose_name_plural = _("second factors")

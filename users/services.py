@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from users.adapter import portal_url
 from users.models import MailSettings, StaffInvitation
@@ -38,10 +39,12 @@ def staff_invitation_create(*, user: Any, invited_by: Any = None) -> StaffInvita
     """Make an invitation for ``user`` and mail its link (once the transaction commits) to their confirmed
     address; earlier unused links of ``user`` stop working."""
     if not user.is_active or not (user.is_staff or user.is_superuser):
-        raise InvitationRefused(f"{user.get_username()} is not an active staff user")
+        raise InvitationRefused(_("%(user)s is not an active staff user") % {"user": user.get_username()})
     address = confirmed_address(user)
     if address is None:
-        raise InvitationRefused(f"{user.get_username()} has no confirmed e-mail address to send the link to")
+        raise InvitationRefused(
+            _("%(user)s has no confirmed e-mail address to send the link to") % {"user": user.get_username()}
+        )
     token = secrets.token_urlsafe(32)
     moment = timezone.now()
     with transaction.atomic():

@@ -32,7 +32,7 @@ from django.views.decorators.csrf import csrf_protect
 from django.views.decorators.http import require_http_methods
 
 from bank_simulator import clock, selectors, services
-from bank_simulator.models import AgreementContext, Customer, ScaSession, ScaStatus
+from bank_simulator.models import Agreement, AgreementContext, Customer, ScaSession, ScaStatus
 from bank_simulator.sca_purposes import PURPOSES, PurposeInputError
 from bank_simulator.services import DomainError
 
@@ -213,12 +213,7 @@ def _choose_context(request: HttpRequest, session: ScaSession) -> HttpResponse:
         return _fail(session, status=403, code="FORBIDDEN", message="The customer has no agreement with the bank.")
     template = "bank_simulator/sca/context.html"
     if request.method != "POST":
-        selected = None
-        if session.requested_agreement in options:
-            selected = session.requested_agreement
-        elif session.requested_context == AgreementContext.PRIVATE:
-            selected = next((a for a in options if a.context == AgreementContext.PRIVATE), None)
-        return _screen(request, session, template, options=options, selected=selected or options[0])
+        return _screen(request, session, template, options=options, selected=_preselected(session, options))
     chosen = request.POST.get("agreement", "")
     agreement = next((a for a in options if str(a.agreement_id) == chosen), None)
     if agreement is None:
@@ -227,11 +222,23 @@ def _choose_context(request: HttpRequest, session: ScaSession) -> HttpResponse:
             session,
             template,
             options=options,
-            selected=options[0],
+            selected=_preselected(session, options),
             error=_("Choose one of the listed contexts."),
         )
     services.sca_choose_context(session=session, agreement=agreement)
     return _next_step(request)
+
+
+def _preselected(session: ScaSession, options: list[Agreement]) -> Agreement:
+    """The agreement the "Act as" screen selects first: the one the TPP named (PSU-Corporate-ID), else the first
+    of the context it asked for (PSU-Context: PRIVATE or CORPORATE), else the first listed (the private one)."""
+    if session.requested_agreement in options:
+        return session.requested_agreement
+    if session.requested_context:
+        wanted = next((a for a in options if a.context == session.requested_context), None)
+        if wanted is not None:
+            return wanted
+    return options[0]
 
 
 def _next_step(request: HttpRequest) -> HttpResponse:

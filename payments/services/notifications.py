@@ -38,6 +38,7 @@ from connections.selectors import agreement_users
 from core.templatetags.portal_format import money
 from payments.models import Payment, PaymentAuthorisation, PaymentMail, PaymentMailKind
 from payments.services import dispatch
+from payments.status import rejection_reason
 from users.selectors import confirmed_address, mail_settings
 
 logger = logging.getLogger(__name__)
@@ -147,19 +148,6 @@ def users_with_waiting_mails() -> list[int]:
 
 
 # --- the words ------------------------------------------------------------------------------------------------
-def rejection_reason(payment: Payment) -> str:
-    """Why the bank rejected the payment, as far as the portal knows, in plain words."""
-    if payment.funds_available is False:
-        return _("The account did not have enough money for the payment and its fee when the bank processed it.")
-    texts = [payment.psu_message] + [
-        str(message.get("text") or "") for message in payment.tpp_messages or [] if isinstance(message, dict)
-    ]
-    texts = [text.strip() for text in texts if text and text.strip()]
-    if texts:
-        return _("The bank says: %(text)s") % {"text": " ".join(texts)}
-    return _("The bank gave no reason. Your bank can tell you why.")
-
-
 def _event_text(row: PaymentMail) -> str:
     payment = row.payment
     words = {"amount": money(payment.amount, payment.currency), "creditor": payment.creditor_name}
@@ -180,10 +168,12 @@ def _event_text(row: PaymentMail) -> str:
             % words
         )
     if row.kind == K.REJECTED:
+        # Why, in the words of the payment page and the home page (each says that no money was moved).
+        lacked = payment.events.filter(funds_available=False).exists()
         return " ".join(
             [
-                _("The bank rejected the payment of %(amount)s to %(creditor)s. No money was moved.") % words,
-                rejection_reason(payment),
+                _("The bank rejected the payment of %(amount)s to %(creditor)s.") % words,
+                rejection_reason(payment, lacked_funds=lacked),
             ]
         )
     if row.kind == K.CANCELLED:

@@ -66,10 +66,10 @@ def _same_payment(payment: Payment, details) -> str:
         order.creditor_account.iban or order.creditor_account.bban,
     )
     if ours != theirs:
-        return "the bank's payment is for another amount, currency or account"
+        return _("the bank's payment is for another amount, currency or account")
     text = order.remittance_information_unstructured or ""
     if payment.reference and payment.reference not in text:
-        return "the bank's payment does not carry this payment's reference"
+        return _("the bank's payment does not carry this payment's reference")
     return ""
 
 
@@ -81,18 +81,21 @@ def payment_staff_attach(*, payment_id: int, staff_user, bank_payment_id: str) -
     lapsing at the bank."""
     payment = Payment.objects.filter(pk=payment_id, state=PaymentState.UNCONFIRMED).first()
     if payment is None:
-        return AttachOutcome(False, "only a payment the bank did not confirm is attached this way.")
+        return AttachOutcome(False, _("only a payment the bank did not confirm is attached this way."))
     bank_payment_id = bank_payment_id.strip()
     if not bank_payment_id:
-        return AttachOutcome(False, "give the bank's paymentId.")
+        return AttachOutcome(False, _("give the bank's paymentId."))
     try:
         with portal_bank.bank_audit_context(user=staff_user, obj=payment):
             details = portal_bank.bank_client().payments.get(payment_id=bank_payment_id, product=payment.product)
     except Xs2aError as error:
-        return AttachOutcome(False, f"the bank did not confirm that payment: {error.text or error.code or error}")
+        return AttachOutcome(
+            False,
+            _("the bank did not confirm that payment: %(text)s") % {"text": error.text or error.code or error},
+        )
     mismatch = _same_payment(payment, details)
     if mismatch:
-        return AttachOutcome(False, f"not attached: {mismatch}.")
+        return AttachOutcome(False, _("not attached: %(reason)s.") % {"reason": mismatch})
     status = (details.transaction_status or "")[:4]
     if status in FINAL_TRANSACTION_STATUSES:
         target = PaymentState.FINAL
@@ -125,7 +128,9 @@ def payment_staff_attach(*, payment_id: int, staff_user, bank_payment_id: str) -
         updated_at=now,
     )
     if not moved:
-        return AttachOutcome(False, "it was settled meanwhile.")
+        return AttachOutcome(False, _("it was settled meanwhile."))
     if target != PaymentState.FINAL:
         poll_soon(payment)
-    return AttachOutcome(True, f"attached to the bank's payment (status {status or '-'}).")
+    return AttachOutcome(
+        True, _("attached to the bank's payment (status %(status)s).") % {"status": status or "-"}
+    )

@@ -6,6 +6,7 @@ Staff read; the only write is the refresh action, which goes through ``accounts.
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.admin.utils import display_for_value
 from django.contrib.admin.views.main import ChangeList
 from django.urls import reverse
 from django.utils.html import format_html
@@ -108,15 +109,20 @@ class BankAccountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         budget = _budget_of(account)
         return "-" if budget is None else _("%(used)s of %(limit)s") % {"used": budget.used, "limit": budget.limit}
 
+    def _moment(self, value) -> str:
+        """A time as the admin shows a date field's (localised, in the staff member's language), or the admin's
+        "-": the change page prints a method's value as it is, which was "None" or an unlocalised time."""
+        return display_for_value(value, self.get_empty_value_display())
+
     @admin.display(description=_("next refresh due"))
-    def next_due(self, account: BankAccount):
+    def next_due(self, account: BankAccount) -> str:
         budget = _budget_of(account)
-        return None if budget is None else budget.next_due_at
+        return self._moment(None if budget is None else budget.next_due_at)
 
     @admin.display(description=_("blocked until (429)"))
-    def blocked_until(self, account: BankAccount):
+    def blocked_until(self, account: BankAccount) -> str:
         budget = _budget_of(account)
-        return None if budget is None else budget.blocked_until
+        return self._moment(None if budget is None else budget.blocked_until)
 
     @admin.display(description=_("balances"))
     def balances(self, account: BankAccount) -> str:
@@ -145,7 +151,7 @@ class BankAccountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
                 self.log_change(request, account, f"Refreshed by staff: {outcome.message}")
             return outcome.ok, outcome.message
 
-        run_bank_action(self, request, queryset, refresh, limit=ACTION_LIMIT, verb="refresh")
+        run_bank_action(self, request, queryset, refresh, limit=ACTION_LIMIT)
 
 
 @admin.register(BalanceSnapshot)

@@ -48,7 +48,7 @@ class ReconnectReasonForm(forms.Form):
         max_length=150,
         strip=True,
         widget=forms.TextInput(attrs={"size": 80}),
-        error_messages={"required": "Say why: it is kept in the connection's timeline."},
+        error_messages={"required": _("Say why: it is kept in the connection's timeline.")},
     )
 
 
@@ -169,7 +169,7 @@ class BankConnectionAdmin(IdentifierHashSearchMixin, ReadOnlyAdminMixin, admin.M
         if not form.is_valid():
             context = {
                 **self.admin_site.each_context(request),
-                "title": "Mark as needing reconnection",
+                "title": _("Mark as needing reconnection"),
                 "opts": self.model._meta,
                 "queryset": queryset.select_related("user"),
                 "form": form,
@@ -188,12 +188,17 @@ class BankConnectionAdmin(IdentifierHashSearchMixin, ReadOnlyAdminMixin, admin.M
             except IllegalTransition:
                 self.message_user(
                     request,
-                    f"{connection}: a {connection.get_state_display().lower()} connection cannot be marked.",
+                    _("%(connection)s: a %(state)s connection cannot be marked.")
+                    % {"connection": connection, "state": connection.get_state_display().lower()},
                     level="error",
                 )
                 continue
             self.log_change(request, connection, f"Marked as needing reconnection: {reason}")
-            self.message_user(request, f"{connection}: marked as needing reconnection.", level="success")
+            self.message_user(
+                request,
+                _("%(connection)s: marked as needing reconnection.") % {"connection": connection},
+                level="success",
+            )
         return None
 
 

@@ -26,6 +26,7 @@ from django.utils import timezone
 from django.utils.html import strip_tags
 from django.utils.text import capfirst
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from connections.crypto import lookup_hash
 from core import csvsafe
@@ -177,7 +178,6 @@ def run_bank_action(
     call: Any,
     *,
     limit: int,
-    verb: str,
 ) -> None:
     """Run ``call(obj) -> (ok, message)`` for each selected object (one bank call each) and show each outcome.
 
@@ -186,13 +186,24 @@ def run_bank_action(
     objects = list(objects)
     if len(objects) > limit:
         model_admin.message_user(
-            request, f"Select at most {limit} rows to {verb} at once (each is a bank call).", level="error"
+            request,
+            ngettext(
+                "Select at most %(limit)d row at once: each one is a bank call.",
+                "Select at most %(limit)d rows at once: each one is a bank call.",
+                limit,
+            )
+            % {"limit": limit},
+            level="error",
         )
         return
     for obj in objects:
         ok, message = call(obj)
-        name = f"{capfirst(obj._meta.verbose_name)} #{obj.pk}"
-        model_admin.message_user(request, f"{name}: {message}", level="success" if ok else "error")
+        shown = _("%(name)s #%(pk)s: %(message)s") % {
+            "name": capfirst(obj._meta.verbose_name),
+            "pk": obj.pk,
+            "message": message,
+        }
+        model_admin.message_user(request, shown, level="success" if ok else "error")
 
 
 # --- the audit log -----------------------------------------------------------------------------------------

@@ -319,32 +319,40 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         def poll(payment: Payment) -> tuple[bool, str]:
             outcome = payment_poll(payment_id=payment.pk, actor=request.user)
             if not outcome.ok or outcome.skipped:
-                return outcome.ok, outcome.message or "nothing was polled."
+                return outcome.ok, outcome.message or _("nothing was polled.")
+            status = outcome.status or "-"
             changed = "changed to" if outcome.changed else "unchanged:"
-            summary = f"bank status {changed} {outcome.status or '-'}"
-            self.log_change(request, payment, f"Status polled by staff: {summary}.")
-            return True, f"{summary}. {outcome.message}".strip()
+            self.log_change(request, payment, f"Status polled by staff: bank status {changed} {status}.")
+            if outcome.changed:
+                summary = _("bank status changed to %(status)s.") % {"status": status}
+            else:
+                summary = _("bank status unchanged: %(status)s.") % {"status": status}
+            return True, f"{summary} {outcome.message}".strip()
 
-        run_bank_action(self, request, queryset, poll, limit=ACTION_LIMIT, verb="poll")
+        run_bank_action(self, request, queryset, poll, limit=ACTION_LIMIT)
 
-    def _settle(self, request, queryset, *, at_bank: bool, summary: str) -> None:
+    def _settle(self, request, queryset, *, at_bank: bool) -> None:
+        # The admin's log keeps its English record; staff read the outcome in their language.
+        logged = "the bank has the payment" if at_bank else "the bank does not have the payment"
+        summary = _("the bank has the payment") if at_bank else _("the bank does not have the payment")
+
         def settle(payment: Payment) -> tuple[bool, str]:
             if payment.state != PaymentState.UNCONFIRMED:
-                return False, "only a payment the bank did not confirm is settled this way."
+                return False, _("only a payment the bank did not confirm is settled this way.")
             if not payment_staff_settle(payment_id=payment.pk, staff_user=request.user, at_bank=at_bank):
-                return False, "it was settled meanwhile."
-            self.log_change(request, payment, f"Settled by staff: {summary}.")
-            return True, summary
+                return False, _("it was settled meanwhile.")
+            self.log_change(request, payment, f"Settled by staff: {logged}.")
+            return True, str(summary)
 
-        run_bank_action(self, request, queryset, settle, limit=ACTION_LIMIT, verb="settle")
+        run_bank_action(self, request, queryset, settle, limit=ACTION_LIMIT)
 
     @admin.action(description=_("Settle: the bank confirmed it HAS the payment"), permissions=["change"])
     def settle_at_bank(self, request, queryset):
-        self._settle(request, queryset, at_bank=True, summary="the bank has the payment")
+        self._settle(request, queryset, at_bank=True)
 
     @admin.action(description=_("Settle: the bank confirmed it does NOT have the payment"), permissions=["change"])
     def settle_not_at_bank(self, request, queryset):
-        self._settle(request, queryset, at_bank=False, summary="the bank does not have the payment")
+        self._settle(request, queryset, at_bank=False)
 
     @admin.action(
         description=_("Attach the bank's payment (by its paymentId, checked with the bank)"),
@@ -355,7 +363,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
         payments = list(queryset[:2])
         if len(payments) != 1:
-            self.message_user(request, "Select one payment to attach.", level="error")
+            self.message_user(request, _("Select one payment to attach."), level="error")
             return None
         payment = payments[0]
         if "apply" not in request.POST:
@@ -370,6 +378,8 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if outcome.ok:
             self.log_change(request, payment, f"Attached by staff to the bank's payment: {outcome.message}")
         self.message_user(
-            request, f"Payment #{payment.pk}: {outcome.message}", level="success" if outcome.ok else "error"
+            request,
+            _("Payment #%(pk)s: %(message)s") % {"pk": payment.pk, "message": outcome.message},
+            level="success" if outcome.ok else "error",
         )
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 from django.test import Client
@@ -396,3 +397,24 @@ def test_a_consent_without_any_account_is_refused_at_the_screen(bank):
     params = redirect_params(browser.post(path, {"account": [next(iter(offered))], "action": "approve"}))
     bank.psu_id = params["psu-id"]
     assert bank.get("/v1/accounts").status_code == 200
+
+
+def _checked_agreement(html: str) -> str:
+    match = re.search(
+        r'<input type="radio" name="agreement" value="([^"]+)" checked>\s*(.*?)\s*</label>', html, re.S
+    )
+    assert match, html
+    return match[2]
+
+
+def test_the_act_as_screen_selects_the_context_the_tpp_asked_for(bank):
+    """A person with their own accounts and a company's agreement: the screen selects what PSU-Context asked
+    for, the company's agreement for CORPORATE (it selected the private one), the private one otherwise."""
+    for headers, expected in (
+        ({"PSU-Context": "CORPORATE"}, "CORPORATE - Fjellbygg"),
+        ({"PSU-Context": "PRIVATE"}, "PRIVATE - my own accounts"),
+        ({}, "PRIVATE - my own accounts"),
+    ):
+        page = Client().post(sca_path(_start(bank, **headers)), {"identity": PRIVATE_1, "action": "identify"})
+        assert page.status_code == 200
+        assert _checked_agreement(page.content.decode()).startswith(expected), headers

@@ -13,9 +13,10 @@ import pytest
 from django.core import mail
 from django.db import OperationalError, connection
 
-from payments.models import PaymentAuthorisation, PaymentMail, PaymentMailKind, PaymentState
+from payments.models import Payment, PaymentAuthorisation, PaymentMail, PaymentMailKind, PaymentState
 from payments.services import notifications, polling
 from payments.services.lifecycle import payment_move
+from payments.status import rejection_reason
 from tests import bankfake
 from tests.factories import UserFactory
 from tests.payments.payment_factories import PaymentFactory
@@ -100,9 +101,9 @@ def test_a_status_not_mailed_about_sends_nothing(
 @pytest.mark.parametrize(
     ("funds", "psu_message", "reason"),
     [
-        (False, None, "did not have enough money for the payment and its fee"),
-        (None, "Creditor account closed.", "The bank says: Creditor account closed."),
-        (None, None, "The bank gave no reason. Your bank can tell you why."),
+        (False, None, "The account did not have enough money for the payment and its fee. No money was moved."),
+        (None, "Creditor account closed.", "No money was moved. The bank says: Creditor account closed."),
+        (None, None, "No money was moved. The bank gave no reason; your bank can tell you more."),
     ],
     ids=["funds", "bank-message", "none-given"],
 )
@@ -113,7 +114,12 @@ def test_a_rejection_says_why_in_plain_words(
     with django_capture_on_commit_callbacks(execute=True):
         poll_answering(fake_bank, payment, "RJCT", funds=funds, psu_message=psu_message)
     assert len(mail.outbox) == 1
-    assert reason in mail.outbox[0].body
+    body = mail.outbox[0].body
+    # The words of the payment page and the home page (payments.status.rejection_reason), said once.
+    assert reason in body and reason == rejection_reason(
+        Payment.objects.get(pk=payment.pk), lacked_funds=funds is False
+    )
+    assert body.count("No money was moved.") == 1
 
 
 def test_the_rejection_reason_is_in_bokmal_for_a_bokmal_user(

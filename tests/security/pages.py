@@ -199,7 +199,7 @@ ADMIN_OBJECTS: dict[str, Callable[[World], models.Model]] = {
     "auth.group": lambda world: Group.objects.create(name="Walkers"),
     "payments.exchangerate": _exchange_rate,
     "tpp_portal.bankcall": _bank_call,
-    "mfa.authenticator": _authenticator,
+    "users.secondfactor": _authenticator,
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+from django.apps import apps
 from django.contrib import admin
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.auth.models import Group
@@ -17,6 +18,8 @@ from tests.payments.conftest import make_rate
 pytestmark = pytest.mark.django_db
 
 PORTAL_APPS = {"users", "connections", "accounts", "payments", "staff", "tpp_portal"}
+#: Pages of superusers only, in no role: staff's second factors (allauth.mfa's, shown by users.SecondFactor).
+SUPERUSER_ONLY = {"users.SecondFactor"}
 
 
 def url(model, view: str) -> str:
@@ -28,16 +31,14 @@ def portal_admins() -> list[tuple[type, admin.ModelAdmin]]:
         (
             (model, model_admin)
             for model, model_admin in admin.site._registry.items()
-            if model._meta.app_label in PORTAL_APPS
+            if model._meta.app_label in PORTAL_APPS and model._meta.label not in SUPERUSER_ONLY
         ),
         key=lambda pair: pair[0]._meta.label,
     )
 
 
 def test_every_portal_model_has_an_admin():
-    from django.apps import apps
-
-    registered = {model for model, _ in portal_admins()}
+    registered = {model for model, _ in portal_admins()} | {apps.get_model(label) for label in SUPERUSER_ONLY}
     inline_only = {
         "connections.ConnectionEvent",
         "connections.ConsentReminder",
@@ -127,6 +128,13 @@ def test_support_reads_every_portal_page_and_changes_none(support_client, alice)
 def test_operators_read_every_portal_page(operator_client):
     for model, _ in portal_admins():
         assert operator_client.get(url(model, "changelist")).status_code == 200, model
+
+
+def test_the_roles_never_see_staffs_second_factors(support_client, operator_client):
+    for label in SUPERUSER_ONLY:
+        model = apps.get_model(label)
+        for client in (support_client, operator_client):
+            assert client.get(url(model, "changelist")).status_code == 403, label
 
 
 def test_customers_and_visitors_never_see_the_admin(client, alice):
