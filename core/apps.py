@@ -8,6 +8,7 @@ package: a new label would need a data migration on every deployment and would r
 
 import logging
 
+from celery import current_app as celery_app
 from django.apps import AppConfig
 from django.conf import settings
 from django.utils.translation import gettext_lazy as _
@@ -23,6 +24,10 @@ class CoreConfig(AppConfig):
     def ready(self) -> None:
         from core import certificates, checks, metrics, observability, signals
 
+        # Every app's tasks module, in every process: the services enqueue by name (payments.services.dispatch),
+        # and Celery's autodiscovery imports the tasks only in a worker; a web process that imported none of
+        # them would find the name unregistered and leave the work to beat's next dispatch.
+        celery_app.autodiscover_tasks(force=True)
         checks.register()
         signals.connect()
         metrics.state_source("queue", metrics.queue_gauges)
