@@ -1,4 +1,4 @@
-// Accessibility fixes to widgets of Django's admin, found by axe-core (tests/browser/test_accessibility.py).
+// Accessibility fixes to widgets of Django's admin, found by axe-core (the page tour, tests/browser/test_tour.py).
 // Loaded by templates/admin/base_site.html on every admin page. The widgets are built by Django's own scripts
 // (SelectFilter2.js, after the page has loaded), so the fixes run again whenever the page changes.
 (function () {
