@@ -17,6 +17,7 @@ from decimal import Decimal
 from functools import reduce
 
 from django.db.models import Q
+from django.utils.html import format_html
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -165,15 +166,32 @@ def rejection_reason(payment, *, lacked_funds: bool = False) -> str:
     fundsAvailable false before it rejected: ``lacked_funds``, or ``payment.lacked_funds`` when a query
     annotated it), else the bank's own words to the payer, else its first message, else that it gave no
     reason. The home page's notices and the payment page both say it with this one function."""
-    lacked = lacked_funds or getattr(payment, "lacked_funds", False) or payment.funds_available is False
-    if lacked:
+    if _lacked(payment, lacked_funds):
         return gettext("The account did not have enough money for the payment and its fee. No money was moved.")
-    said = payment.psu_message or next(
-        (str(m.get("text")) for m in payment.tpp_messages or [] if isinstance(m, dict) and m.get("text")), ""
-    )
+    said = _bank_words(payment)
     if said:
         return gettext("No money was moved. The bank says: %(text)s") % {"text": said}
     return gettext("No money was moved. The bank gave no reason; your bank can tell you more.")
+
+
+def rejection_reason_html(payment, *, lacked_funds: bool = False) -> str:
+    """rejection_reason() for a page: the bank's own words in it marked translate="no" (quoted as the bank sent
+    them, in the bank's language: not the portal's words to translate)."""
+    said = _bank_words(payment)
+    if said and not _lacked(payment, lacked_funds):
+        before, _text, after = gettext("No money was moved. The bank says: %(text)s").partition("%(text)s")
+        return format_html('{}<span translate="no">{}</span>{}', before, said, after)
+    return rejection_reason(payment, lacked_funds=lacked_funds)
+
+
+def _lacked(payment, lacked_funds: bool) -> bool:
+    return lacked_funds or getattr(payment, "lacked_funds", False) or payment.funds_available is False
+
+
+def _bank_words(payment) -> str:
+    return payment.psu_message or next(
+        (str(m.get("text")) for m in payment.tpp_messages or [] if isinstance(m, dict) and m.get("text")), ""
+    )
 
 
 # --- the outcome, for staff ----------------------------------------------------------------------------------

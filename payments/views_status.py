@@ -37,7 +37,7 @@ from payments.services.authorisation import (
 )
 from payments.services.polling import payment_poll
 from payments.services.reconciliation import FOUND_MESSAGE, UNCONFIRMED_MESSAGE
-from payments.status import StatusText, charged_fee, rejection_reason, status_text
+from payments.status import StatusText, charged_fee, rejection_reason, rejection_reason_html, status_text
 from users.security import ensure_recent_authentication, sensitive_page
 
 logger = logging.getLogger(__name__)
@@ -101,6 +101,8 @@ def _context(request, payment: Payment) -> dict:
     return {
         "payment": payment,
         "status": status,
+        # The same words with the bank's own marked (the JSON of the live page keeps status.meaning, plain).
+        "status_meaning_html": rejection_reason_html(payment, lacked_funds=lacked) if rejected else "",
         "state_label": _state_label(payment, status),
         "fee_text": _fee_text(payment),
         "instruction": instruction_facts(payment),

@@ -72,8 +72,14 @@ def _iban(value: str) -> str:
     return normalise_iban(value) if value else ""
 
 
+def customer_type_label(customer_type: str) -> str:
+    """The bank's customerType in the reader's language ("Private", "Corporate"); an unknown one as it came."""
+    return str(dict(CUSTOMER_TYPES).get(customer_type, customer_type))
+
+
 def customer_label(customer: SandboxCustomer) -> str:
-    return f"{customer.customer_name} ({customer.customer_type.lower()}, {customer.customer_number})"
+    kind = customer_type_label(customer.customer_type).lower()
+    return f"{customer.customer_name} ({kind}, {customer.customer_number})"
 
 
 class ListingForm(forms.Form):

@@ -424,6 +424,7 @@ ACCOUNT_FORMS = {
     "reauthenticate": "users.forms.ReauthenticateForm",
     "change_password": "users.forms.ChangePasswordForm",
 }
+MFA_FORMS = {"add_webauthn": "users.forms.AddSecurityKeyForm"}
 # Customers sign in with their e-mail address; accounts made by staff may also use their username.
 ACCOUNT_LOGIN_METHODS = {"email", "username"}
 ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]

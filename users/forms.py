@@ -21,6 +21,7 @@ from allauth.account import forms as allauth_forms
 from allauth.account.adapter import get_adapter
 from allauth.account.internal.flows.manage_email import email_already_exists
 from allauth.account.models import EmailAddress
+from allauth.mfa.webauthn.forms import AddWebAuthnForm
 from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model, password_validation
@@ -156,6 +157,15 @@ class ChangePasswordForm(allauth_forms.ChangePasswordForm):
         if not get_adapter().reauthenticate(self.user, password):
             raise get_adapter().validation_error("enter_current_password")
         return password
+
+
+class AddSecurityKeyForm(AddWebAuthnForm):
+    """allauth's form to add a security key, its name field labelled in the reader's language: allauth gives it
+    no label, so Django showed "Name" (from the field's name) on the bokmål page too."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["name"].label = _("Name")
 
 
 class MailSettingsForm(forms.Form):

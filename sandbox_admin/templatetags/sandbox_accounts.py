@@ -7,7 +7,15 @@ from django import template
 from django.urls import reverse
 from django.utils.http import urlencode
 
+from sandbox_admin.forms import customer_type_label
+
 register = template.Library()
+
+
+@register.filter
+def customer_type(value: str) -> str:
+    """The bank's customerType (PRIVATE, CORPORATE) in the reader's language."""
+    return customer_type_label(value)
 
 
 @register.inclusion_tag("sandbox_admin/_account.html")

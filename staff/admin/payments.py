@@ -121,6 +121,17 @@ class OutcomeFilter(admin.SimpleListFilter):
         return queryset
 
 
+class TransactionStatusFilter(admin.AllValuesFieldListFilter):
+    """The bank's statuses seen, as Django lists them, with a name for the empty one (a payment the bank has not
+    answered yet): Django shows it as a link without text, which a screen reader cannot name."""
+
+    def choices(self, changelist):
+        for choice in super().choices(changelist):
+            if choice["display"] == "":
+                choice = {**choice, "display": _("No status yet")}
+            yield choice
+
+
 class StaffQueueFilter(admin.SimpleListFilter):
     """The payments the portal could not settle by itself (payments.services.staff): a lost answer past the
     replay window, a refused replay, no final status within the poll horizon."""
@@ -187,7 +198,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         OutcomeFilter,
         WaitingFilter,
         StateFilter,
-        "transaction_status",
+        ("transaction_status", TransactionStatusFilter),
         "product",
         "context",
         "currency",

@@ -1,12 +1,10 @@
-"""Accessibility in a real browser: axe-core on every page type, and every form usable by keyboard alone.
+"""Accessibility in a real browser: every form usable by keyboard alone (axe-core on every page, at both widths
+and in both languages, is the page tour's: tests/browser/test_tour.py).
 
-Pages are not listed by hand: they come from walking the URL resolver (tests/security/pages.py), as a visitor,
-as a customer with a bank connection, account, transaction and payment (made by the factories), and as the
-admin's superuser. axe-core is the copy bundled in the axe-playwright-python package (MPL-2.0), injected from
-the test: nothing is fetched from outside and the portal's CSP stays as it is. No serious or critical
-violation is allowed. The keyboard test tabs through every POST form of those pages and checks that each
-visible control receives the focus; the sign-in and sign-up forms (and the sign-up's mailed code) are then filled
-and sent with Enter alone.
+Pages are not listed by hand: they come from walking the URL resolver (tests/security/pages.py), as a visitor
+and as a customer with a bank connection, account, transaction and payment (made by the factories). The keyboard
+test tabs through every POST form of those pages and checks that each visible control receives the focus; the
+sign-in and sign-up forms (and the sign-up's mailed code) are then filled and sent with Enter alone.
 """
 
 from __future__ import annotations
@@ -15,7 +13,6 @@ import pytest
 from django.test import Client
 
 from devtools.livebank import free_port
-from tests.browser.axe import axe_violations, describe
 from tests.security.pages import make_world, pages
 from tests.signin import force_login_page
 from tests.users.helpers import code_in
@@ -57,30 +54,6 @@ def visit(page, url: str):
     response = page.goto(url)
     assert response is not None and response.status == 200, url
     return response
-
-
-@pytest.mark.parametrize("who", ["anonymous", "owner", "superuser"])
-def test_no_serious_or_critical_axe_violation_on_any_page(page, live_server, world, who, artifacts_dir):
-    if who != "anonymous":
-        force_login_page(page, live_server.url, getattr(world, who))
-    found: dict[str, list[str]] = {}
-    problems: dict[str, list[str]] = {}
-    checked = 0
-    for url in html_pages(world, who):
-        visit(page, live_server.url + url)
-        checked += 1
-        # Read before axe runs: axe inserts a <style>@import</style> of its own to read the admin's imported
-        # stylesheet, which the CSP rightly refuses; that refusal is axe's, not the page's.
-        if page.problems:
-            problems[url] = list(page.problems)
-        violations = axe_violations(page)
-        page.problems.clear()
-        if violations:
-            found[url] = describe(violations)
-            page.screenshot(path=artifacts_dir / f"axe-{who}-{len(found)}.png", full_page=True)
-    assert found == {}
-    assert checked >= {"anonymous": 5, "owner": 10, "superuser": 10}[who], f"only {checked} pages were checked"
-    assert problems == {}  # no CSP violation, script error or failed load on any page, admin pages included
 
 
 # Every visible, enabled control of a POST form, marked with its index; a radio group is one stop of the Tab

@@ -1,16 +1,14 @@
-"""The review page, the payment's page and the connect form in a real browser (Debian's chromium), in English
-and bokmål at 390x844 and 1280x800 (issue 31): no sideways scrolling, no script or CSP problem, no axe violation
-of any impact; the initiator copies the link for the next signer with the button (copy_link.js).
+"""The payment's page in a real browser (Debian's chromium): the initiator copies the link for the next signer with
+the button (copy_link.js). The page's fit, axe and words at both widths and in both languages are the page
+tour's (tests/browser/test_tour.py).
 
-No bank is needed: the pages are made from the factories, and the bank refuses (the review page then says the
-balance could not be read). Screenshots: test-artifacts/screenshots/words-NAME-LANG-WIDTH.png."""
+No bank is needed: the pages are made from the factories, and the bank refuses."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from django.conf import settings as django_settings
 from django.utils import timezone
 
 from devtools.livebank import free_port
@@ -22,16 +20,6 @@ from tests.payments.test_multisign import corporate_connection
 from tests.signin import force_login_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
-
-WIDTHS = {390: 844, 1280: 800}
-LANGUAGES = ("en", "nb")
-
-
-def _axe_all(page) -> list[str]:
-    from axe_playwright_python.sync_playwright import Axe
-
-    violations = Axe().run(page).response["violations"]
-    return [f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes'][:3]]}" for v in violations]
 
 
 @pytest.fixture
@@ -75,39 +63,6 @@ def pages(alice, bob, settings):
         "connect": "/bank/connect/",
     }
     bank_client.cache_clear()
-
-
-def test_the_pages_fit_read_well_and_pass_axe(browser, live_server, alice, pages, artifacts_dir):
-    found: dict[str, list[str]] = {}
-    for language in LANGUAGES:
-        for width, height in WIDTHS.items():
-            context = browser.new_context(locale={"en": "en-GB", "nb": "nb-NO"}[language])
-            context.add_cookies(
-                [{"url": live_server.url, "name": django_settings.LANGUAGE_COOKIE_NAME, "value": language}]
-            )
-            page = context.new_page()
-            page.set_viewport_size({"width": width, "height": height})
-            errors: list[str] = []
-            page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None)
-            page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
-            force_login_page(page, live_server.url, alice)
-            for name, url in pages.items():
-                errors.clear()
-                response = page.goto(live_server.url + url)
-                page.wait_for_load_state("load")
-                problems = (
-                    [] if response and response.status == 200 else [f"answered {response and response.status}"]
-                )
-                wide = page.evaluate("document.documentElement.scrollWidth")
-                if wide > width:
-                    problems.append(f"scrolls sideways: {wide} px")
-                page.screenshot(path=artifacts_dir / f"words-{name}-{language}-{width}.png", full_page=True)
-                problems += list(errors)
-                problems += _axe_all(page)
-                if problems:
-                    found[f"{name}-{language}-{width}"] = problems
-            context.close()
-    assert found == {}
 
 
 def test_the_initiator_copies_the_link_for_the_next_signer(browser, live_server, alice, pages):

@@ -3,6 +3,7 @@ insufficient funds, the JSON status behind the live updates, and "check now"."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from decimal import Decimal
 
@@ -363,9 +364,14 @@ def test_a_rejected_payment_says_why_on_its_final_page(alice_client, alice, lang
         alice_client.cookies["django_language"] = language
         page = alice_client.get(_url("payment-detail", payment.pk), **headers).content.decode()
         data = alice_client.get(_url("payment-status-json", payment.pk), **headers).json()
-        meaning = page.split('id="payment-status-meaning">', 1)[1].split("</p>", 1)[0]
+        marked = page.split('id="payment-status-meaning">', 1)[1].split("</p>", 1)[0]
+        meaning = re.sub(r"<[^>]+>", "", marked)
         assert reason in meaning, (payment.psu_message, meaning)
         assert reason in data["statusMeaning"]
+        # The bank's own words are quoted as it sent them, marked not to be translated (the page's only).
+        bank_words = {said: "Creditor account closed", told: "Blocked"}.get(payment)
+        if bank_words:
+            assert f'<span translate="no">{bank_words}</span>' in marked, marked
         assert "The bank has rejected the payment" not in meaning
         assert data["psuMessage"] == ""  # the reason already carries the bank's words: not said twice
         assert 'id="payment-psu-message" class="message" hidden>' in page
