@@ -212,8 +212,18 @@ def _cpu(pid: int) -> float:
     return times.user + times.system
 
 
-def _cycle(workers: int, bank_pids: list[int]) -> tuple[float, int, int, int, dict[str, int], dict[str, object]]:
-    """The cycle's wall time, outcome counts, queries and messages, and the CPU seconds each side used in it."""
+def refresh_cycle(
+    workers: int, bank_pids: list[int]
+) -> tuple[float, int, int, int, dict[str, int], dict[str, object]]:
+    """One measured refresh cycle of the portal's Django (set up in this process, its due accounts seeded): the
+    planner (``accounts.planner.refresh_plan``) claims every due account and hands its tasks to ``workers``
+    forked processes, which run the refresh task's work (``accounts.refresh.refresh_due``) and count their
+    database queries. Shared by bench.refresh and bench.refresh_growth.
+
+    Returns (wall time in seconds, accounts refreshed, accounts not refreshed, database queries of the workers,
+    {message of a failed refresh: count}, CPU seconds used in the cycle: {"bank": [one per pid of
+    ``bank_pids``], "workers": [one per worker], "planner": this process}). ``bank_pids``: the bank's processes
+    whose CPU is measured too (none for an in-process bank)."""
     from django.db import connections
 
     from accounts.planner import refresh_plan
@@ -335,7 +345,7 @@ def main(argv: list[str] | None = None) -> None:
 
             bank_pids = [child.pid for child in psutil.Process(bank.process.pid).children()]
             before = _baseline(consents, args.workers)
-            elapsed, done, failed, queries, messages, cpu = _cycle(args.workers, bank_pids)
+            elapsed, done, failed, queries, messages, cpu = refresh_cycle(args.workers, bank_pids)
             per_second = done / elapsed
             calls = BankCall.objects.filter(psu_present=False).count()
             refused = BankCall.objects.filter(status=429).count()

@@ -7,7 +7,7 @@ in the workers too). One database grows from the smallest size to the largest; a
 accounts (``--due``) is due, the others are planned later in the six hours (as four refreshes a day leave them),
 and every account has the ledger rows of two earlier refreshes in the last 24 hours. At each size: the planner
 (``accounts.planner.refresh_plan``) claims the due accounts and W worker processes run the refresh task's work
-(bench.refresh's workers); measured the CPU of the workers and of the planner per refreshed account and the
+(``bench.refresh.refresh_cycle``); measured the CPU of the workers and of the planner per refreshed account and the
 queries per account. Reported: each size's figures and the ratio largest / smallest (goal at most 1.2).
 
 Runs on a temporary PostgreSQL database when DATABASE_URL names a server, else a SQLite file.
@@ -25,7 +25,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from bench.portal_setup import PER_CONNECTION, portal_database, setup_portal, synthetic_connection
-from bench.refresh import _cycle
+from bench.refresh import refresh_cycle
 from bench.report import emit
 
 GOAL = 1.2  # CPU per account at the largest size / at the smallest
@@ -119,7 +119,7 @@ def _measure(size: int, due: int, workers: int, rng: random.Random) -> dict[str,
     calls_before = BankCall.objects.filter(psu_present=False).count()
     rows_before = [model.objects.count() for model in tables]
     load = os.getloadavg()[0]
-    elapsed, done, failed, queries, messages, cpu = _cycle(workers, [])
+    elapsed, done, failed, queries, messages, cpu = refresh_cycle(workers, [])
     idle = _idle_tick()
     total = max(done + failed, 1)
     calls = BankCall.objects.filter(psu_present=False).count() - calls_before

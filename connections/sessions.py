@@ -24,7 +24,10 @@ def tpp_session_for(*, user: Any, now: datetime | None = None) -> TppSession:
     session's SCA hold for it, and its callback, up to 10 minutes later, is confirmed in the session it started
     in (``connections.sca.sca_return_accept``), which must still be valid at the bank then."""
     now = now or timezone.now()
-    current = TppSession.objects.filter(user=user).first()  # the common case: one read, no lock
+    try:  # the common case: one read, no lock (one row per user: no ordering needed)
+        current = TppSession.objects.get(user=user)
+    except TppSession.DoesNotExist:
+        current = None
     if current is not None and current.expires_at > now + TPP_SESSION_MARGIN:
         return current
     with transaction.atomic():

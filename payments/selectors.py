@@ -570,10 +570,25 @@ def payments_alike(*, payment: Payment) -> QuerySet[Payment]:
     )
 
 
-def payment_alike_unknown(*, payment: Payment) -> Payment | None:
-    """The user's payment alike whose outcome is not known (sent, perhaps at the bank, not settled): while it
+def payments_alike_unknown(*, payment: Payment) -> QuerySet[Payment]:
+    """The user's payments alike whose outcome is not known (sent, perhaps at the bank, not settled): while one
     exists, ``payment`` is not sent."""
-    return payments_alike(payment=payment).filter(state__in=UNKNOWN_OUTCOME_STATES).first()
+    # One filter() (each further filter or exclude clones the query; this one is compiled on every submit),
+    # unordered: no drafts among those states, and the payment itself is left out by its primary key.
+    return Payment.objects.filter(
+        ~Q(pk=payment.pk),
+        user_id=payment.user_id,
+        debtor_account=payment.debtor_account,
+        creditor_account=payment.creditor_account,
+        amount=payment.amount,
+        currency=payment.currency,
+        state__in=UNKNOWN_OUTCOME_STATES,
+    )
+
+
+def payment_alike_unknown(*, payment: Payment) -> Payment | None:
+    """The newest of :func:`payments_alike_unknown`, or None."""
+    return payments_alike_unknown(payment=payment).order_by("-submitted_at", "-id").first()
 
 
 #: A payment alike in one of these is over: paying "again" cannot meet it half-way.

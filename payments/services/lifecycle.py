@@ -97,19 +97,27 @@ def payment_move(
 ) -> bool:
     """Move the payment from one of ``source`` to ``target`` (None: stay in its state, write ``fields`` only)
     with one conditional UPDATE (also conditioned on ``where``) and write ``events`` in the same transaction.
-    True when this call moved it; False (nothing written) when another writer got there first."""
+    True when this call moved it; False (nothing written) when another writer got there first.
+
+    A move with no event and no mail to record is its single UPDATE, atomic by itself (no transaction block
+    around it). Inside a caller's transaction the move adds no savepoint of its own: whatever fails in it fails
+    the caller's transaction, which none of them continues."""
     sources = (source,) if isinstance(source, str) else tuple(source)
     if target is not None:
         check_move(sources, target)
         fields["state"] = target
     fields.setdefault("updated_at", timezone.now())
-    with transaction.atomic():
-        moved = Payment.objects.filter(pk=pk, state__in=sources, **dict(where or {})).update(**fields) == 1
+    rows = list(events)
+    status = fields.get("transaction_status")
+    mailed = isinstance(status, str) and status in MAILED_STATUSES
+    payments = Payment.objects.filter(pk=pk, state__in=sources, **dict(where or {}))
+    if not rows and not mailed:
+        return payments.update(**fields) == 1
+    with transaction.atomic(savepoint=False):
+        moved = payments.update(**fields) == 1
         if moved:
-            rows = list(events)
             if rows:
                 PaymentEvent.objects.bulk_create(rows)
-            status = fields.get("transaction_status")
-            if isinstance(status, str) and status in MAILED_STATUSES:
+            if mailed:
                 payment_mail_record(pk, status)
     return moved

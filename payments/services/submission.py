@@ -224,9 +224,11 @@ def _submitted_key(payment: Payment, user, idempotency_key: str) -> uuid.UUID:
 def _submission_psu(payment: Payment, presence: PsuContext, national_identity_number: str) -> PsuContext:
     """The PSU headers the draft is sent with; PaymentNotSubmittable while the user's payment alike is of
     unknown outcome, or without the identity the bank needs."""
-    blocking = payment_selectors.payment_alike_unknown(payment=payment)
-    if blocking is not None:
-        raise PaymentNotSubmittable(alike_unknown_message(blocking), blocking=blocking)
+    # One short EXISTS on every submit; the blocking payment itself is read only when there is one.
+    if payment_selectors.payments_alike_unknown(payment=payment).exists():
+        blocking = payment_selectors.payment_alike_unknown(payment=payment)
+        if blocking is not None:
+            raise PaymentNotSubmittable(alike_unknown_message(blocking), blocking=blocking)
     psu = _initiation_psu(payment, presence)
     if payment.connection is None:
         if not national_identity_number:

@@ -170,6 +170,32 @@ def test_a_second_submit_calls_nothing(fake_bank, draft, alice):
     assert PaymentEvent.objects.filter(payment=draft, kind=PaymentEventKind.SUBMITTED).count() == 1
 
 
+def test_a_submit_costs_eight_queries_with_the_claim_committed_on_its_own(
+    fake_bank, alice, connection, django_assert_num_queries
+):
+    """The portal's part of an initiation, counted: the check for a payment alike of unknown outcome (an
+    EXISTS), the TPP session, the claim (one UPDATE, committed on its own before the call), then one transaction
+    (a savepoint here, as the test runs inside one) with the audit row, the answer and the two timeline events.
+    A query more is a cost on every payment (issue #32: the portal's CPU per initiation)."""
+    from core.models import BankCall
+
+    bank = _bank(fake_bank)
+    _submit(_draft(alice, connection, amount=Decimal("1.00")), alice)  # the TPP session and caches made
+    draft = _draft(alice, connection)
+
+    with django_assert_num_queries(8) as captured:
+        outcome = _submit(draft, alice)
+
+    sql = [query["sql"] for query in captured.captured_queries]
+    claim = next(i for i, text in enumerate(sql) if text.startswith("UPDATE"))
+    assert '"submitted_at"' in sql[claim] and "SAVEPOINT" not in " ".join(sql[: claim + 1])
+    assert sql[claim + 1].startswith("SAVEPOINT") and sql[-1].startswith("RELEASE SAVEPOINT")
+    assert outcome.payment.state == PaymentState.INITIATED and len(bank.initiations) == 2
+    kinds = list(PaymentEvent.objects.filter(payment=draft).order_by("pk").values_list("kind", flat=True))
+    assert kinds == [PaymentEventKind.SUBMITTED, PaymentEventKind.STATUS]
+    assert BankCall.objects.filter(object_id=str(draft.pk), status=201).count() == 1
+
+
 def test_a_stale_key_or_another_users_payment_is_not_submitted(fake_bank, draft, alice, bob):
     bank = _bank(fake_bank)
     with pytest.raises(submission.PaymentNotSubmittable):
