@@ -8,7 +8,7 @@ import uuid
 from django.contrib import admin
 from django.db.models import Q
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from payments.models import (
@@ -155,7 +155,7 @@ class PaymentEventInline(ReadOnlyInline, admin.TabularInline):
     fields = ("at", "kind", "transaction_status", "funds_available", "detail", "actor")
     readonly_fields = fields
     ordering = ("at", "id")
-    verbose_name_plural = "status timeline"
+    verbose_name_plural = _("status timeline")
 
 
 class PaymentAuthorisationInline(ReadOnlyInline, admin.TabularInline):
@@ -163,7 +163,7 @@ class PaymentAuthorisationInline(ReadOnlyInline, admin.TabularInline):
     fields = ("signer", "started_at", "completed_at", "failed_at", "failure")
     readonly_fields = fields
     ordering = ("started_at", "id")
-    verbose_name_plural = "signatures"
+    verbose_name_plural = _("signatures")
 
 
 class PaymentMailInline(ReadOnlyInline, admin.TabularInline):
@@ -319,7 +319,10 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=_("bank's links"))
     def link_names(self, payment: Payment) -> str:
-        return ", ".join(sorted(payment.links or {})) or "-"
+        names = sorted(payment.links or {})
+        if not names:
+            return "-"
+        return format_html_join(", ", "<code>{}</code>", ((name,) for name in names))
 
     @admin.display(description=_("bank calls"))
     def bank_calls(self, payment: Payment) -> str:
