@@ -263,7 +263,7 @@ class TransactionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if not transaction.raw:
             return "-"
         return format_html(
-            "<details><summary>{}</summary><pre>{}</pre></details>",
+            '<details class="bank-json"><summary>{}</summary><pre>{}</pre></details>',
             _("show"),
             json.dumps(transaction.raw, indent=2, ensure_ascii=False, sort_keys=True),
         )
