@@ -239,7 +239,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             _("The bank"),
             {
                 "fields": (
-                    "payment_id",
+                    "payment_id_shown",
                     "transaction_status",
                     "funds_available",
                     "fee_shown",
@@ -293,6 +293,11 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @csv_value(lambda payment: amount_exact(payment.amount, payment.currency))  # the CSV cell: not grouped
     def amount_shown(self, payment: Payment) -> str:
         return amount_text(payment.amount, payment.currency)
+
+    @admin.display(description=_("paymentId"))
+    def payment_id_shown(self, payment: Payment) -> str:
+        """The bank's paymentId is its code for the payment: shown as code, not as words."""
+        return format_html("<code>{}</code>", payment.payment_id) if payment.payment_id else "-"
 
     @admin.display(description=_("outcome"))
     def outcome_shown(self, payment: Payment) -> str:
