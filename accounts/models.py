@@ -123,7 +123,7 @@ class BalanceSnapshot(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.balance_type} {amount_plain(self.amount, self.currency)}"
+        return f"{self.type_label} {amount_plain(self.amount, self.currency)}"
 
     @property
     def amount_as_sent(self) -> Decimal:
@@ -207,8 +207,8 @@ TRANSACTION_DETAILS_FRESH = timedelta(hours=6)
 class RefreshKind(models.TextChoices):
     """What an unattended bank call read; the bank counts each kind separately (4 per account per 24h)."""
 
-    BALANCES = "balances", "balances"
-    TRANSACTIONS = "transactions", "transactions"
+    BALANCES = "balances", _("Balances")
+    TRANSACTIONS = "transactions", _("Transactions")
 
 
 #: The bank's allowance for unattended reads (bank-api-spec: 4 per account per kind per rolling 24 hours).
@@ -244,7 +244,11 @@ class RefreshCall(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} #{self.account_id} at {self.reserved_at:%Y-%m-%d %H:%M}"
+        return _("%(kind)s of account #%(account)s at %(at)s") % {
+            "kind": self.get_kind_display(),
+            "account": self.account_id,
+            "at": f"{self.reserved_at:%Y-%m-%d %H:%M}",
+        }
 
     @staticmethod
     def key_for(account: BankAccount) -> str:

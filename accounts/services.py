@@ -20,6 +20,7 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from accounts.models import (
     TRANSACTION_DETAILS_FRESH,
@@ -88,7 +89,9 @@ def connection_fetch_accounts(
         if not stored:
             connection_without_accounts(connection=connection, actor=actor, now=now)
             return FetchOutcome(connection, problem=FetchProblem.NO_ACCOUNTS)
-        connection_activate(connection=connection, actor=actor, reason="consented accounts fetched", now=now)
+        connection_activate(
+            connection=connection, actor=actor, reason=gettext_noop("consented accounts fetched"), now=now
+        )
         plan_accounts(account_ids=kept, now=now)  # the planner may have parked them while the consent was missing
     return FetchOutcome(connection, accounts=len(stored), balances=count)
 

@@ -15,5 +15,8 @@ class ConnectionsConfig(AppConfig):
 
         for purpose in ScaPurpose.values:
             plugins.register_purpose(
-                purpose, accept=views.connection_sca_accept, failed=views.connection_sca_failed
+                purpose,
+                accept=views.connection_sca_accept,
+                failed=views.connection_sca_failed,
+                label=ScaPurpose(purpose).label,
             )

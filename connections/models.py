@@ -14,8 +14,10 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from connections import plugins
 from connections.crypto import EncryptedTextField
 
 #: An SCA state may be used this long after it was made (issue 6).
@@ -148,7 +150,18 @@ class ConnectionEvent(models.Model):
         indexes = [models.Index(fields=["connection", "at"], name="connectionevent_timeline_idx")]
 
     def __str__(self) -> str:
-        return f"{self.from_state or '-'} -> {self.to_state}: {self.reason}"
+        return _("%(from)s to %(to)s: %(why)s") % {
+            "from": self.get_from_state_display() or "-",
+            "to": self.get_to_state_display(),
+            "why": self.reason_shown,
+        }
+
+    @property
+    def reason_shown(self) -> str:
+        """The reason in the reader's language: the portal's own reasons are stored in English (the timeline is a
+        record) and marked for translation where they are written; a reason with a bank's code or a staff
+        member's words in it is shown as it was stored."""
+        return gettext(self.reason) if self.reason else ""
 
 
 class ScaPurpose(models.TextChoices):
@@ -187,7 +200,7 @@ class TppSession(models.Model):
         verbose_name_plural = _("TPP sessions")
 
     def __str__(self) -> str:
-        return f"TPP session of user #{self.user_id}"
+        return _("TPP session of user #%(user)s") % {"user": self.user_id}
 
     @property
     def expires_at(self):
@@ -232,7 +245,12 @@ class ScaState(models.Model):
         verbose_name_plural = _("SCA states")
 
     def __str__(self) -> str:
-        return f"SCA state {self.purpose} #{self.pk}"
+        return _("SCA state #%(pk)s: %(purpose)s") % {"pk": self.pk, "purpose": self.purpose_label}
+
+    @property
+    def purpose_label(self) -> str:
+        """The purpose in words (a purpose another app registers names its own label), else as stored."""
+        return plugins.purpose_label(self.purpose)
 
     @property
     def expires_at(self):
@@ -268,9 +286,11 @@ class ConsentReminder(models.Model):
         ]
 
     def __str__(self) -> str:
-        return (
-            f"reminder {self.days_before} days before {self.consent_valid_until:%Y-%m-%d} (#{self.connection_id})"
-        )
+        return _("reminder %(days)s days before %(date)s (connection #%(pk)s)") % {
+            "days": self.days_before,
+            "date": f"{self.consent_valid_until:%Y-%m-%d}",
+            "pk": self.connection_id,
+        }
 
 
 class PsuBinding(models.Model):
@@ -289,7 +309,7 @@ class PsuBinding(models.Model):
         verbose_name_plural = _("PSU-ID bindings")
 
     def __str__(self) -> str:
-        return f"PSU-ID binding #{self.pk} (user #{self.user_id})"
+        return _("PSU-ID binding #%(pk)s (user #%(user)s)") % {"pk": self.pk, "user": self.user_id}
 
 
 class IdentityRefusal(models.Model):
@@ -297,10 +317,10 @@ class IdentityRefusal(models.Model):
     these in the admin; each may be an attack (a PSU-ID or agreement id swapped in the address) or a mistake."""
 
     class Reason(models.TextChoices):
-        PSU_ID_TAKEN = "psu_id_taken", "PSU-ID bound to another portal user"
-        SESSION_UNCONFIRMED = "session_unconfirmed", "PSU-ID not confirmed by the bank in the SCA's TPP session"
-        CORPORATE_ID_UNCONFIRMED = "corporate_unconfirmed", "PSU-Corporate-ID not among the PSU's agreements"
-        MISMATCH = "mismatch", "SCA done as another bank user or agreement than expected"
+        PSU_ID_TAKEN = "psu_id_taken", _("PSU-ID bound to another portal user")
+        SESSION_UNCONFIRMED = "session_unconfirmed", _("PSU-ID not confirmed by the bank in the SCA's TPP session")
+        CORPORATE_ID_UNCONFIRMED = "corporate_unconfirmed", _("PSU-Corporate-ID not among the PSU's agreements")
+        MISMATCH = "mismatch", _("SCA done as another bank user or agreement than expected")
 
     at = models.DateTimeField(_("at"), auto_now_add=True)
     user = models.ForeignKey(
@@ -327,4 +347,4 @@ class IdentityRefusal(models.Model):
         indexes = [models.Index(fields=["at"], name="identityrefusal_at_idx")]
 
     def __str__(self) -> str:
-        return f"{self.get_reason_display()} (user #{self.user_id})"
+        return _("%(reason)s (user #%(user)s)") % {"reason": self.get_reason_display(), "user": self.user_id}

@@ -40,15 +40,25 @@ class Purpose:
     name: str
     accept: Callable[[HttpRequest, ScaReturn], HttpResponse]
     failed: Callable[[HttpRequest, ScaState, dict[str, str]], HttpResponse]
+    #: The purpose in words, as staff read it in the admin (a lazy translation); the name where none is given.
+    label: Any = None
 
 
 _purposes: dict[str, Purpose] = {}
 
 
-def register_purpose(name: str, *, accept: Callable[..., Any], failed: Callable[..., Any]) -> None:
-    if name in _purposes and _purposes[name] != Purpose(name, accept, failed):
+def register_purpose(
+    name: str, *, accept: Callable[..., Any], failed: Callable[..., Any], label: Any = None
+) -> None:
+    if name in _purposes and _purposes[name] != Purpose(name, accept, failed, label):
         raise RuntimeError(f"the SCA purpose {name!r} is registered twice")
-    _purposes[name] = Purpose(name, accept, failed)
+    _purposes[name] = Purpose(name, accept, failed, label)
+
+
+def purpose_label(name: str) -> str:
+    """The words for the purpose ``name`` in the active language; the name itself when it has none."""
+    registered = _purposes.get(name)
+    return str(registered.label) if registered is not None and registered.label is not None else name
 
 
 def purpose(name: str) -> Purpose:

@@ -24,6 +24,7 @@ from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from connections import crypto, plugins
 from connections.crypto import lookup_hash
@@ -128,7 +129,7 @@ def connection_without_accounts(*, connection: BankConnection, actor: Any, now: 
             connection=connection,
             to=S.NEEDS_RECONNECT,
             actor=actor,
-            reason="the bank's consent covers no account",
+            reason=gettext_noop("the bank's consent covers no account"),
             now=now,
         )
     return connection
@@ -195,7 +196,11 @@ def connection_establish(*, sca_return: ScaReturn) -> BankConnection:
             )
             if existing is None:
                 connection = _connection_create(
-                    user=user, access=access, reason="SCA completed: new connection", now=now, **identity
+                    user=user,
+                    access=access,
+                    reason=gettext_noop("SCA completed: new connection"),
+                    now=now,
+                    **identity,
                 )
             elif access == ConnectionAccess.PAYMENTS:
                 # /v1/users for an identity already connected: the PSU-ID is the same, nothing to renew.
@@ -205,13 +210,17 @@ def connection_establish(*, sca_return: ScaReturn) -> BankConnection:
                     connection=existing,
                     to=S.PENDING,
                     actor=user,
-                    reason="SCA completed again: consent renewed",
+                    reason=gettext_noop("SCA completed again: consent renewed"),
                     fields={**identity, "access": ConnectionAccess.ACCOUNTS},
                     now=now,
                 )
             if access == ConnectionAccess.PAYMENTS:
                 connection_transition(
-                    connection=connection, to=S.ACTIVE, actor=user, reason="PSU identified for payments", now=now
+                    connection=connection,
+                    to=S.ACTIVE,
+                    actor=user,
+                    reason=gettext_noop("PSU identified for payments"),
+                    now=now,
                 )
     except IntegrityError:  # the same identity connected twice at the same moment
         raise ScaStateRejected("concurrent") from None
@@ -233,7 +242,7 @@ def connection_keep_for_payments(*, user: Any, psu_id: str, now: datetime) -> Ba
         return existing
     connection = _connection_create(
         user=user,
-        reason="PSU-ID made by the bank in a single SCA payment",
+        reason=gettext_noop("PSU-ID made by the bank in a single SCA payment"),
         now=now,
         context=PsuContextChoice.PRIVATE,
         access=ConnectionAccess.PAYMENTS,
@@ -244,7 +253,7 @@ def connection_keep_for_payments(*, user: Any, psu_id: str, now: datetime) -> Ba
         sca_at=now,
     )
     return connection_transition(
-        connection=connection, to=S.ACTIVE, actor=user, reason="PSU identified for payments", now=now
+        connection=connection, to=S.ACTIVE, actor=user, reason=gettext_noop("PSU identified for payments"), now=now
     )
 
 
@@ -321,10 +330,14 @@ def _consent_end(*, connection: BankConnection, actor: Any, presence: PsuContext
 
 
 _DISCONNECT_REASONS = {
-    ConsentEnd.ENDED: "disconnected by the user; the bank ended the consent",
-    ConsentEnd.NOT_OFFERED: "disconnected by the user; the bank offers no way to end the consent from here",
-    ConsentEnd.UNAVAILABLE: "disconnected by the user; the bank could not be asked to end the consent",
-    ConsentEnd.NONE: "disconnected by the user",
+    ConsentEnd.ENDED: gettext_noop("disconnected by the user; the bank ended the consent"),
+    ConsentEnd.NOT_OFFERED: gettext_noop(
+        "disconnected by the user; the bank offers no way to end the consent from here"
+    ),
+    ConsentEnd.UNAVAILABLE: gettext_noop(
+        "disconnected by the user; the bank could not be asked to end the consent"
+    ),
+    ConsentEnd.NONE: gettext_noop("disconnected by the user"),
 }
 
 
@@ -372,7 +385,7 @@ def consents_expire(*, now: datetime | None = None) -> int:
                 connection=connection,
                 to=S.NEEDS_RECONNECT,
                 actor=None,
-                reason="the consent expired (180 days after its SCA)",
+                reason=gettext_noop("the consent expired (180 days after its SCA)"),
                 now=now,
             )
         except IllegalTransition:

@@ -14,5 +14,8 @@ class PaymentsConfig(AppConfig):
 
         state_source("payments", metrics.status_gauges)
         plugins.register_purpose(
-            PAYMENT_PURPOSE, accept=views_initiation.payment_sca_accept, failed=views_initiation.payment_sca_failed
+            PAYMENT_PURPOSE,
+            accept=views_initiation.payment_sca_accept,
+            failed=views_initiation.payment_sca_failed,
+            label=_("Approve a payment"),
         )

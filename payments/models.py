@@ -76,7 +76,7 @@ class ExchangeRate(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.unit} {self.currency} = {self.rate} NOK ({self.rate_date}, {self.source})"
+        return f"{self.unit} {self.currency} = {self.rate} NOK ({self.rate_date}, {self.get_source_display()})"
 
     @property
     def nok_per_unit(self):
@@ -342,7 +342,7 @@ class PaymentEvent(models.Model):
         indexes = [models.Index(fields=["payment", "at"], name="paymentevent_timeline_idx")]
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.transaction_status}".strip()
+        return f"{self.get_kind_display()} {self.transaction_status}".strip()
 
 
 class PaymentAuthorisation(models.Model):
@@ -387,7 +387,10 @@ class PaymentAuthorisation(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"Authorisation of payment #{self.payment_id} by user #{self.signer_id}"
+        return _("Approval of payment #%(payment)s by user #%(user)s") % {
+            "payment": self.payment_id,
+            "user": self.signer_id,
+        }
 
 
 class PaymentMailKind(models.TextChoices):
@@ -436,4 +439,4 @@ class PaymentMail(models.Model):
         indexes = [models.Index(fields=["user", "claimed_at"], name="paymentmail_user_claimed_idx")]
 
     def __str__(self) -> str:
-        return f"{self.kind} of payment #{self.payment_id}"
+        return _("%(kind)s: payment #%(payment)s") % {"kind": self.get_kind_display(), "payment": self.payment_id}

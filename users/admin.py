@@ -14,6 +14,7 @@ import datetime as dt
 from allauth.account.models import EmailAddress
 from allauth.mfa.models import Authenticator
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
 from django.contrib.admin.utils import display_for_value
 from django.contrib.auth import get_user_model
@@ -119,10 +120,15 @@ class MailSettingsInline(admin.StackedInline):
     """The user's choice of mail language and payment mails (shown, never edited by staff)."""
 
     model = MailSettings
-    fields = ("language", "payment_mails", "updated_at")
+    fields = ("language_shown", "payment_mails", "updated_at")
     readonly_fields = fields
     can_delete = False
     extra = 0
+
+    @admin.display(description=_("language of mails"))
+    def language_shown(self, mail_settings: MailSettings) -> str:
+        """The language by its name ("English"), not its code ("en")."""
+        return str(dict(settings.LANGUAGES).get(mail_settings.language, mail_settings.language))
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False

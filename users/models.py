@@ -38,7 +38,10 @@ class StaffInvitation(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
-        return f"invitation of {self.user} ({self.created_at:%Y-%m-%d %H:%M} UTC)"
+        return _("invitation for %(user)s (%(at)s UTC)") % {
+            "user": self.user,
+            "at": f"{self.created_at:%Y-%m-%d %H:%M}",
+        }
 
 
 class MailSettings(models.Model):
@@ -62,7 +65,7 @@ class MailSettings(models.Model):
         verbose_name_plural = _("mail settings")
 
     def __str__(self) -> str:
-        return f"mail settings of {self.user}"
+        return _("mail settings for %(user)s") % {"user": self.user}
 
 
 class SecondFactor(Authenticator):

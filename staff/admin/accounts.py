@@ -5,6 +5,8 @@ Staff read; the only write is the refresh action, which goes through ``accounts.
 
 from __future__ import annotations
 
+import json
+
 from django.contrib import admin
 from django.contrib.admin.utils import display_for_value
 from django.contrib.admin.views.main import ChangeList
@@ -15,7 +17,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from accounts.ledger import refresh_budgets
-from accounts.models import BalanceSnapshot, BankAccount, RefreshCall, Transaction
+from accounts.models import BALANCE_TYPE_LABELS, BalanceSnapshot, BankAccount, RefreshCall, Transaction
 from accounts.refresh import account_refresh
 from staff.admin.bank_calls import bank_calls_link
 from staff.admin.helpers import (
@@ -154,17 +156,46 @@ class BankAccountAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         run_bank_action(self, request, queryset, refresh, limit=ACTION_LIMIT)
 
 
+class BalanceTypeFilter(admin.SimpleListFilter):
+    """The balance types seen, in words (the field's own filter lists the bank's codes)."""
+
+    title = _("type")
+    parameter_name = "balance_type"
+
+    def lookups(self, request, model_admin):
+        seen = model_admin.get_queryset(request).order_by().values_list("balance_type", flat=True).distinct()
+        return sorted(((code, BALANCE_TYPE_LABELS.get(code, code)) for code in seen), key=lambda c: str(c[1]))
+
+    def queryset(self, request, queryset):
+        return queryset.filter(balance_type=self.value()) if self.value() else queryset
+
+
 @admin.register(BalanceSnapshot)
 class BalanceSnapshotAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("account", "balance_type", "amount_shown", "currency", "reference_date", "fetched_at")
-    list_filter = ("balance_type", "currency", "fetched_at")
+    list_display = ("account", "type_label", "amount_shown", "currency", "reference_date", "fetched_at")
+    list_filter = (BalanceTypeFilter, "currency", "fetched_at")
     search_fields = ("account__name", "account__iban", "=account__connection__user__email")
     search_help_text = _("Account name or IBAN (or part of them), or the owner's exact e-mail.")
     list_select_related = ("account",)
     show_full_result_count = False
-    fields = ("account", "balance_type", "amount_shown", "currency", "reference_date", "fetched_at")
+    fields = ("account", "type_shown", "amount_shown", "currency", "reference_date", "fetched_at")
     readonly_fields = fields
     actions = [export_csv]
+
+    @admin.display(description=_("type"), ordering="balance_type")
+    @csv_value(lambda balance: balance.balance_type)
+    def type_label(self, balance: BalanceSnapshot) -> str:
+        return balance.type_label
+
+    @admin.display(description=_("type"))
+    def type_shown(self, balance: BalanceSnapshot) -> str:
+        """The type in words; the bank's code (``closingBooked``) behind a disclosure."""
+        return format_html(
+            '{} <details class="bank-code"><summary>{}</summary><code>{}</code></details>',
+            balance.type_label,
+            _("bank's code"),
+            balance.balance_type,
+        )
 
     @admin.display(description=_("amount"), ordering="amount")
     @csv_value(lambda balance: balance.amount)
@@ -214,7 +245,7 @@ class TransactionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "remittance",
         "kid",
         "end_to_end_id",
-        "raw",
+        "raw_shown",
         "first_seen_at",
         "updated_at",
     )
@@ -225,6 +256,17 @@ class TransactionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @csv_value(lambda transaction: transaction.amount)
     def amount_shown(self, transaction: Transaction) -> str:
         return amount_text(transaction.amount, transaction.currency).removesuffix(transaction.currency).strip()
+
+    @admin.display(description=_("as sent by the bank"))
+    def raw_shown(self, transaction: Transaction) -> str:
+        """The bank's JSON as it was sent, folded: its keys are the bank's names, not words to read."""
+        if not transaction.raw:
+            return "-"
+        return format_html(
+            '<details class="bank-json"><summary>{}</summary><pre>{}</pre></details>',
+            _("show"),
+            json.dumps(transaction.raw, indent=2, ensure_ascii=False, sort_keys=True),
+        )
 
     @admin.display(description=_("remittance"))
     def remittance_short(self, transaction: Transaction) -> str:

@@ -12,6 +12,7 @@ from datetime import timedelta
 from django import forms
 from django.contrib import admin
 from django.contrib.admin import helpers
+from django.contrib.admin.utils import display_for_value
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -31,12 +32,14 @@ from connections.models import (
     ScaState,
     TppSession,
 )
+from connections.plugins import purpose_label
 from connections.services import connection_transition
 from staff.admin.bank_calls import bank_calls_link
 from staff.admin.helpers import (
     IdentifierHashSearchMixin,
     ReadOnlyAdminMixin,
     ReadOnlyInline,
+    csv_value,
     export_csv,
     fieldset_fields,
     masked,
@@ -78,12 +81,30 @@ class ConsentValidityFilter(admin.SimpleListFilter):
         return queryset
 
 
+class PurposeFilter(admin.SimpleListFilter):
+    """The SCA purposes, in words (the field's own filter lists the stored names)."""
+
+    title = _("purpose")
+    parameter_name = "purpose"
+
+    def lookups(self, request, model_admin):
+        seen = model_admin.get_queryset(request).order_by().values_list("purpose", flat=True).distinct()
+        return sorted(((name, purpose_label(name)) for name in seen), key=lambda choice: choice[1])
+
+    def queryset(self, request, queryset):
+        return queryset.filter(purpose=self.value()) if self.value() else queryset
+
+
 class ConnectionEventInline(ReadOnlyInline, admin.TabularInline):
     model = ConnectionEvent
-    fields = ("at", "from_state", "to_state", "reason", "actor")
+    fields = ("at", "from_state", "to_state", "reason_shown", "actor")
     readonly_fields = fields
     ordering = ("at", "id")
     verbose_name_plural = _("timeline")
+
+    @admin.display(description=_("why"))
+    def reason_shown(self, event: ConnectionEvent) -> str:
+        return event.reason_shown
 
 
 class BankAccountInline(ReadOnlyInline, admin.TabularInline):
@@ -206,21 +227,35 @@ class BankConnectionAdmin(IdentifierHashSearchMixin, ReadOnlyAdminMixin, admin.M
 class ScaStateAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """SCA redirects started; neither the state nor the TPP-Session-ID sent is shown."""
 
-    list_display = ("id", "user", "purpose", "context", "connection", "created_at", "used_at", "outcome")
-    list_filter = ("purpose", "context", "created_at")
+    list_display = ("id", "user", "purpose_shown", "context", "connection", "created_at", "used_at", "outcome")
+    list_filter = (PurposeFilter, "context", "created_at")
     search_fields = ("=user__email",)
     search_help_text = _("A user's exact e-mail.")
     list_select_related = ("user", "connection")
     date_hierarchy = "created_at"
-    fields = ("user", "purpose", "context", "connection", "agreement_name", "created_at", "used_at", "outcome")
+    fields = (
+        "user",
+        "purpose_shown",
+        "context",
+        "connection",
+        "agreement_name",
+        "created_at",
+        "used_at",
+        "outcome",
+    )
     readonly_fields = fields
     actions = [export_csv]
+
+    @admin.display(description=_("purpose"), ordering="purpose")
+    @csv_value(lambda state: state.purpose)
+    def purpose_shown(self, state: ScaState) -> str:
+        return state.purpose_label
 
     @admin.display(description=_("outcome"))
     def outcome(self, state: ScaState) -> str:
         if state.used_at is not None:
-            return "used"
-        return "expired unused" if state.expires_at <= timezone.now() else "waiting for the PSU"
+            return _("came back")
+        return _("expired unused") if state.expires_at <= timezone.now() else _("waiting for the PSU")
 
 
 @admin.register(TppSession)
@@ -228,13 +263,18 @@ class TppSessionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Each user's TPP-Session-ID (not shown, nor the PSU-ID of its SCA): when it was first used, when the first
     SCA in it came back (its hour at the bank runs from then), and when the portal replaces it."""
 
-    list_display = ("id", "user", "started_at", "sca_at", "expires_at")
+    list_display = ("id", "user", "started_at", "sca_at", "expires")
     search_fields = ("=user__email",)
     search_help_text = _("A user's exact e-mail.")
     list_select_related = ("user",)
-    fields = ("user", "started_at", "sca_at", "expires_at")
+    fields = ("user", "started_at", "sca_at", "expires")
     readonly_fields = fields
     actions = [export_csv]
+
+    @admin.display(description=_("replaced after"))
+    @csv_value(lambda session: session.expires_at)
+    def expires(self, session: TppSession) -> str:
+        return display_for_value(session.expires_at, self.get_empty_value_display())
 
 
 @admin.register(IdentityRefusal)
@@ -243,19 +283,24 @@ class IdentityRefusalAdmin(IdentifierHashSearchMixin, ReadOnlyAdminMixin, admin.
     does not list, an SCA done as someone else): nothing was stored from them. The identifiers are kept only as
     keyed hashes; type an exact PSU-ID in the search box to find its refusals."""
 
-    list_display = ("at", "user", "reason", "purpose", "bound_to", "detail")
-    list_filter = ("reason", "purpose", "at")
+    list_display = ("at", "user", "reason", "purpose_shown", "bound_to", "detail")
+    list_filter = ("reason", PurposeFilter, "at")
     search_fields = ("=user__email",)
     search_help_text = _(
         "A user's exact e-mail, or an exact PSU-ID or PSU-Corporate-ID (matched by its keyed hash)."
     )
     list_select_related = ("user", "bound_to")
     date_hierarchy = "at"
-    fields = ("at", "user", "reason", "purpose", "bound_to", "detail")
+    fields = ("at", "user", "reason", "purpose_shown", "bound_to", "detail")
     readonly_fields = fields
     actions = [export_csv]
 
     identifier_hash_fields = ("psu_id_hash", "psu_corporate_id_hash")
+
+    @admin.display(description=_("SCA purpose"), ordering="purpose")
+    @csv_value(lambda refusal: refusal.purpose)
+    def purpose_shown(self, refusal: IdentityRefusal) -> str:
+        return purpose_label(refusal.purpose)
 
 
 @admin.register(PsuBinding)

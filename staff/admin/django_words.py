@@ -15,6 +15,8 @@ DJANGO_ADMIN_WORDS = [
     gettext_noop("After you’ve created a user, you’ll be able to edit more user options."),  # noqa: RUF001
     gettext_noop("Error:"),
     gettext_noop("Set password"),
+    gettext_noop("Reset password"),
+    gettext_noop("Raw passwords are not stored, so there is no way to see the user’s password."),  # noqa: RUF001
     gettext_noop("This action will <strong>enable</strong> password-based authentication for this user."),
     gettext_noop("Disable password-based authentication"),
     gettext_noop("Enable password-based authentication"),

@@ -8,7 +8,7 @@ import uuid
 from django.contrib import admin
 from django.db.models import Q
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from payments.models import (
@@ -155,7 +155,7 @@ class PaymentEventInline(ReadOnlyInline, admin.TabularInline):
     fields = ("at", "kind", "transaction_status", "funds_available", "detail", "actor")
     readonly_fields = fields
     ordering = ("at", "id")
-    verbose_name_plural = "status timeline"
+    verbose_name_plural = _("status timeline")
 
 
 class PaymentAuthorisationInline(ReadOnlyInline, admin.TabularInline):
@@ -163,7 +163,7 @@ class PaymentAuthorisationInline(ReadOnlyInline, admin.TabularInline):
     fields = ("signer", "started_at", "completed_at", "failed_at", "failure")
     readonly_fields = fields
     ordering = ("started_at", "id")
-    verbose_name_plural = "signatures"
+    verbose_name_plural = _("signatures")
 
 
 class PaymentMailInline(ReadOnlyInline, admin.TabularInline):
@@ -239,7 +239,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
             _("The bank"),
             {
                 "fields": (
-                    "payment_id",
+                    "payment_id_shown",
                     "transaction_status",
                     "funds_available",
                     "fee_shown",
@@ -294,6 +294,11 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def amount_shown(self, payment: Payment) -> str:
         return amount_text(payment.amount, payment.currency)
 
+    @admin.display(description=_("paymentId"))
+    def payment_id_shown(self, payment: Payment) -> str:
+        """The bank's paymentId is its code for the payment: shown as code, not as words."""
+        return format_html("<code>{}</code>", payment.payment_id) if payment.payment_id else "-"
+
     @admin.display(description=_("outcome"))
     def outcome_shown(self, payment: Payment) -> str:
         return payment_outcome(payment).label
@@ -319,7 +324,10 @@ class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description=_("bank's links"))
     def link_names(self, payment: Payment) -> str:
-        return ", ".join(sorted(payment.links or {})) or "-"
+        names = sorted(payment.links or {})
+        if not names:
+            return "-"
+        return format_html_join(", ", "<code>{}</code>", ((name,) for name in names))
 
     @admin.display(description=_("bank calls"))
     def bank_calls(self, payment: Payment) -> str:

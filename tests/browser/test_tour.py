@@ -94,7 +94,6 @@ KNOWN = [
     Known("admin-*-list", None, "a box scrolls sideways: div.results", "the admin's changelist tables", False),
     Known("admin-*-change", 390, "a box scrolls sideways: div.js-inline-admin-formset", "inlines", False),
     Known("admin-*-change", 390, "a box scrolls sideways: div.tabular", "inlines", False),
-    Known("staff-dashboard", 390, "a box scrolls sideways: div.table-wrap", "the operations' tables"),
     Known("sandbox-customers", 390, "a box scrolls sideways: div.table-wrap", "being fixed on wt/staffnb", False),
 ]
 
