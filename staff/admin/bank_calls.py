@@ -228,10 +228,10 @@ class BankCallAdmin(admin.ModelAdmin):
     @admin.display(description=_("HTTP status"), ordering="status")
     def status_shown(self, call: BankCall) -> str:
         if call.status is not None and call.error and (call.status < 400 or call.refusal_reason):
-            return f"{call.status}, not accepted ({call.error})"
+            return _("%(status)s, not accepted (%(error)s)") % {"status": call.status, "error": call.error}
         if call.status is not None:
             return str(call.status)
-        return f"no answer ({call.error})" if call.error else "no answer"
+        return _("no answer (%(error)s)") % {"error": call.error} if call.error else _("no answer")
 
     @admin.display(description=_("tppMessages"))
     def tpp_messages(self, call: BankCall) -> str:
