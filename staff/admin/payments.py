@@ -178,16 +178,17 @@ class PaymentMailInline(ReadOnlyInline, admin.TabularInline):
 
 @admin.register(Payment)
 class PaymentAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    # The outcome and the state first, where a narrow screen or the filter sidebar leaves them in view.
     list_display = (
         "id",
         "created_at",
+        "outcome_shown",
+        "state_shown",
+        "amount_shown",
+        "creditor_name",
         "user",
         "product",
         "context",
-        "amount_shown",
-        "creditor_name",
-        "outcome_shown",
-        "state_shown",
         "transaction_status",
         "poll_count",
         "next_poll_at",
