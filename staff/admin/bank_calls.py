@@ -15,7 +15,7 @@ from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from core.models import BankCall, CertificateCheck
-from staff.admin.helpers import export_csv
+from staff.admin.helpers import csv_value, export_csv
 
 FILTER_CHOICES_PERIOD = timedelta(days=30)
 FILTER_CHOICES_LIMIT = 200
@@ -159,6 +159,12 @@ class ConcerningFilter(admin.SimpleListFilter):
         return queryset.filter(content_type=content_type, object_id=pk)
 
 
+def _tpp_messages_text(call: BankCall) -> str:
+    codes = ", ".join(call.tpp_message_codes or [])
+    texts = " / ".join(call.tpp_message_texts or [])
+    return f"{codes}: {texts}" if codes and texts else codes or texts
+
+
 @admin.register(BankCall)
 class BankCallAdmin(admin.ModelAdmin):
     """Every HTTP attempt the portal made to the bank. Read-only for everyone, superusers included."""
@@ -234,10 +240,11 @@ class BankCallAdmin(admin.ModelAdmin):
         return _("no answer (%(error)s)") % {"error": call.error} if call.error else _("no answer")
 
     @admin.display(description=_("tppMessages"))
+    @csv_value(_tpp_messages_text)
     def tpp_messages(self, call: BankCall) -> str:
-        codes = ", ".join(call.tpp_message_codes or [])
-        texts = " / ".join(call.tpp_message_texts or [])
-        return f"{codes}: {texts}" if codes and texts else codes or texts
+        """The bank's codes and its own words, as it sent them (in its language): marked so, not translated."""
+        shown = _tpp_messages_text(call)
+        return format_html('<span translate="no">{}</span>', shown) if shown else ""
 
     @admin.display(description=_("concerning"))
     def concerning_link(self, call: BankCall) -> str:
