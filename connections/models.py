@@ -9,12 +9,13 @@ labels are shown to users, the field labels to staff in the admin (in the langua
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
-from django.utils.translation import gettext
+from django.utils.translation import gettext, gettext_noop
 from django.utils.translation import gettext_lazy as _
 
 from connections import plugins
@@ -159,9 +160,24 @@ class ConnectionEvent(models.Model):
     @property
     def reason_shown(self) -> str:
         """The reason in the reader's language: the portal's own reasons are stored in English (the timeline is a
-        record) and marked for translation where they are written; a reason with a bank's code or a staff
-        member's words in it is shown as it was stored."""
-        return gettext(self.reason) if self.reason else ""
+        record) and marked for translation where they are written; in a reason with a bank's code or a staff
+        member's words in it (REASONS_WITH_WORDS), those stay as they were stored."""
+        if not self.reason:
+            return ""
+        for pattern, template in REASONS_WITH_WORDS:
+            if match := pattern.fullmatch(self.reason):
+                return gettext(template) % match.groupdict()
+        return gettext(self.reason)
+
+
+#: The stored reasons that carry words of their own: how each is read back, and its translatable form.
+REASONS_WITH_WORDS = [
+    (
+        re.compile(r"the bank asked for SCA again \((?P<code>[^)]*)\)"),
+        gettext_noop("the bank asked for SCA again (%(code)s)"),
+    ),
+    (re.compile(r"staff: (?P<words>.*)", re.S), gettext_noop("staff: %(words)s")),
+]
 
 
 class ScaPurpose(models.TextChoices):

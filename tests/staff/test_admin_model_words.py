@@ -68,7 +68,11 @@ def test_the_portals_timeline_reasons_are_translated_and_others_shown_as_stored(
     with translation.override("nb"):
         assert ours.reason_shown == "SCA fullført: ny bankforbindelse"
         assert str(ours) == "- til Venter på kontoer: SCA fullført: ny bankforbindelse"
-        assert staff.reason_shown == "staff: called by phone"
+        # the staff member's own words stay as they were written; the portal's around them are translated
+        assert staff.reason_shown == "ansatte: called by phone"
+        again = ConnectionEvent(reason="the bank asked for SCA again (CONSENT_EXPIRED)")
+        assert again.reason_shown == "banken ba om SCA på nytt (CONSENT_EXPIRED)"
+    assert again.reason_shown == "the bank asked for SCA again (CONSENT_EXPIRED)"
 
 
 def test_balance_types_and_purposes_are_words_in_the_lists(support_client, alice):
