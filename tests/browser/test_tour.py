@@ -94,6 +94,9 @@ KNOWN = [
     Known("admin-*-list", None, "a box scrolls sideways: div.results", "the admin's changelist tables", False),
     Known("admin-*-change", 390, "a box scrolls sideways: div.js-inline-admin-formset", "inlines", False),
     Known("admin-*-change", 390, "a box scrolls sideways: div.tabular", "inlines", False),
+    # The bank call list quotes the transport errors of calls retried during the set-up (which ones depends on the
+    # machine's load): their words are not yet marked as the bank's or the library's. To be fixed, then removed.
+    Known("admin-tpp_portal-bankcall-list", None, "English:", "errors quoted as they came", False),
 ]
 
 
