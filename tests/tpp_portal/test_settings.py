@@ -255,20 +255,10 @@ def test_development_defaults_need_no_server():
 
 @pytest.mark.parametrize(("count", "expected"), [("0", "0 0"), ("1", "1 1")])
 def test_trusted_proxies_decide_where_the_client_address_comes_from(count, expected):
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from django.conf import settings as s; print(s.TRUSTED_PROXY_COUNT, s.ALLAUTH_TRUSTED_PROXY_COUNT)",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tpp_portal.settings", "TRUSTED_PROXY_COUNT": count},
+    printed = _settings_printed(
+        "print(s.TRUSTED_PROXY_COUNT, s.ALLAUTH_TRUSTED_PROXY_COUNT)", TRUSTED_PROXY_COUNT=count
     )
-    assert result.stdout.strip() == expected, result.stderr
+    assert printed == expected
 
 
 @pytest.mark.parametrize(
@@ -281,18 +271,23 @@ def test_trusted_proxies_decide_where_the_client_address_comes_from(count, expec
 def test_sessions_live_in_redis_when_there_is_one(redis_url, expected):
     # With Redis, a sign-in writes one row to the database instead of three (the session twice): the settings'
     # comment. Without, the database keeps them (the file cache culls entries at random when full).
+    printed = _settings_printed(
+        "print(s.SESSION_ENGINE, s.CACHES['default']['BACKEND'].rsplit('.', 1)[1])", REDIS_URL=redis_url
+    )
+    assert printed == expected
+
+
+def _settings_printed(code: str, **env: str) -> str:
+    """What ``code`` prints about the settings (``s``) in a new interpreter with ``env`` added: settings are read
+    once per process."""
     result = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from django.conf import settings as s; "
-            "print(s.SESSION_ENGINE, s.CACHES['default']['BACKEND'].rsplit('.', 1)[1])",
-        ],
+        [sys.executable, "-c", f"from django.conf import settings as s; {code}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tpp_portal.settings", "REDIS_URL": redis_url},
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "tpp_portal.settings", **env},
     )
-    assert result.stdout.strip() == expected, result.stderr
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
