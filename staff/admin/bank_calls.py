@@ -39,6 +39,15 @@ def bank_calls_link(obj: Model | None) -> str:
     return format_html('<a href="{}">{}</a>', bank_calls_url(obj), words)
 
 
+def _status_text(call: BankCall, error: str) -> str:
+    """The HTTP status in words, with ``error`` standing for the error's name."""
+    if call.status is not None and call.error and (call.status < 400 or call.refusal_reason):
+        return _("%(status)s, not accepted (%(error)s)") % {"status": call.status, "error": error}
+    if call.status is not None:
+        return str(call.status)
+    return _("no answer (%(error)s)") % {"error": error} if call.error else _("no answer")
+
+
 class StatusClassFilter(admin.SimpleListFilter):
     title = _("status class")
     parameter_name = "status_class"
@@ -232,12 +241,12 @@ class BankCallAdmin(admin.ModelAdmin):
         return f"{call.method} {call.path_template}"
 
     @admin.display(description=_("HTTP status"), ordering="status")
+    @csv_value(lambda call: _status_text(call, call.error))
     def status_shown(self, call: BankCall) -> str:
-        if call.status is not None and call.error and (call.status < 400 or call.refusal_reason):
-            return _("%(status)s, not accepted (%(error)s)") % {"status": call.status, "error": call.error}
-        if call.status is not None:
-            return str(call.status)
-        return _("no answer (%(error)s)") % {"error": call.error} if call.error else _("no answer")
+        """The status in words; the error is quoted as the client library gave it (its words, often English), so
+        it is marked as not for translation."""
+        quoted = format_html('<span translate="no">{}</span>', call.error)
+        return format_html(_status_text(call, "{error}"), error=quoted)
 
     @admin.display(description=_("tppMessages"))
     @csv_value(_tpp_messages_text)

@@ -97,4 +97,4 @@ def test_refused_answers_are_listed_as_not_accepted_in_the_audit_log(seal, fake_
     assert page.status_code == 200
     listed = list(page.context["cl"].result_list)
     assert listed == [refused]
-    assert "404, not accepted (ResponseSignatureError)" in page.content.decode()
+    assert '404, not accepted (<span translate="no">ResponseSignatureError</span>)' in page.content.decode()

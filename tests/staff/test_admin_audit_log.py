@@ -3,6 +3,8 @@ and no secret, signature or PSU identifier in clear on any page or export."""
 
 from __future__ import annotations
 
+import csv
+import io
 from datetime import timedelta
 
 import pytest
@@ -164,9 +166,16 @@ def test_filters_by_status_class_operation_user_and_date(operator_client, alice,
     ]
     users = next(spec for spec in specs if getattr(spec, "parameter_name", "") == "user").lookup_choices
     assert [label for _, label in users] == ["the portal itself (no user)", "alice@example.com", "bob@example.com"]
-    assert "no answer (TransportError)" in operator_client.get(url, {"status_class": "none"}).content.decode()
+    # The error is quoted as the client library named it: marked as not for translation on the page, plain in CSV.
+    unanswered_page = operator_client.get(url, {"status_class": "none"}).content.decode()
+    assert 'no answer (<span translate="no">TransportError</span>)' in unanswered_page
     rejected = operator_client.get(url, {"status_class": "rejected"}).content.decode()
-    assert "200, not accepted (ResponseSignatureError)" in rejected
+    assert '200, not accepted (<span translate="no">ResponseSignatureError</span>)' in rejected
+    export = {"action": "export_csv", "_selected_action": [unanswered.pk, unsigned.pk]}
+    exported = operator_client.post(url, export)
+    text = b"".join(exported.streaming_content).decode("utf-8-sig")
+    cells = {cell for row in csv.reader(io.StringIO(text)) for cell in row}
+    assert {"no answer (TransportError)", "200, not accepted (ResponseSignatureError)"} <= cells
 
 
 def test_a_payment_and_a_connection_link_to_their_own_calls(operator_client, alice):
