@@ -60,9 +60,11 @@ VISIBLE_TEXT = """
 
 
 def english_words(text: str) -> list[str]:
-    """The English words of ``text``; paths (/v1/accounts) and hyphenated codes (X-Request-ID) are not words."""
+    """The English words of ``text``; paths (/v1/accounts), hyphenated codes (X-Request-ID) and letters run
+    together with digits (the "add" of an X-Request-ID 5add3f0e-...) are not words."""
     for name in ALLOWED_NAMES:
         text = text.replace(name, "")
     text = re.sub(r"\S*/\S*", " ", text)
-    words = [word for word in re.findall(r"[A-Za-z][A-Za-z'-]*", text) if "-" not in word]
+    found = re.findall(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z'-]*(?![A-Za-z0-9])", text)
+    words = [word for word in found if "-" not in word]
     return sorted({word for word in words if word.lower() in ENGLISH and word.lower() not in ALLOWED})
