@@ -532,6 +532,22 @@ class Product:
         )
         wait_for_ok(f"{self.bank_url}/healthz", process=process, deadline=time.monotonic() + START_TIMEOUT)
 
+    @contextlib.contextmanager
+    def bank_settings(self, settings: dict[str, str]) -> Iterator[Product]:
+        """The bank restarted with ``settings`` (BANK_SIM_* variables: a behaviour where the specification is
+        silent) on the same port with the same database, as a redeploy would; restarted as it was afterwards.
+        Cheaper than a product of its own for each behaviour."""
+        before = dict(self.bank_env)
+        self.bank_env = {**before, **settings}
+        self.bank_stop()
+        self.bank_start()
+        try:
+            yield self
+        finally:
+            self.bank_env = before
+            self.bank_stop()
+            self.bank_start()
+
     # the portal's environment
     def manage(self, *args: str, timeout: float = COMMAND_TIMEOUT) -> str:
         done = subprocess.run(

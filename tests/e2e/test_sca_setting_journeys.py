@@ -1,7 +1,7 @@
 """Payment journeys in chromium against the whole product whose sandbox bank plays a behaviour the specification
-leaves open (spec 3 rule 2, 5 rule 7: the bank may exempt any payment from SCA or require it on any). Each setting
-gets a product of its own (started for this module; its own broker, so no other product's worker reads its
-tasks):
+leaves open (spec 3 rule 2, 5 rule 7: the bank may exempt any payment from SCA or require it on any). The suite's
+product serves each setting: its bank is restarted with the test's setting (same port and database, as a redeploy
+would) and as it was after the test:
 
 1. ``BANK_SIM_SCA_EXEMPT_BELOW=500``: 400 NOK needs no approval. "Send to the bank and approve" ends on the
    payment page, which says in plain words that the bank did not ask for approval, and follows the bank's
@@ -33,7 +33,7 @@ from tests.e2e.payment_support import (
     settle_while_watching,
     wait_for_shown_status,
 )
-from tests.product import Product, whole_product
+from tests.product import Product
 
 pytestmark = [pytest.mark.timeout(420)]
 
@@ -44,18 +44,11 @@ BANK_SETTINGS = {
 }
 
 
-@pytest.fixture(scope="module")
-def product(request, tmp_path_factory) -> Iterator[Product]:
-    """The whole product with the sandbox bank set as the test's parameter names (replaces the suite's)."""
-    name = request.param
-    directory = tmp_path_factory.mktemp(f"e2e-{name}")
-    (directory / "mail").mkdir()
-    extra_env = {"DJANGO_SETTINGS_MODULE": "tests.e2e.settings", "EMAIL_URL": f"filemail:///{directory / 'mail'}"}
-    with whole_product(
-        directory, redis="own", bank_timeout=20.0, extra_env=extra_env, bank_settings=BANK_SETTINGS[name]
-    ) as running:
+@pytest.fixture
+def product(request, product) -> Iterator[Product]:
+    """The suite's product (tests/e2e/conftest.py) with its bank playing the setting the test names."""
+    with product.bank_settings(BANK_SETTINGS[request.param]) as running:
         yield running
-        running.worker_kill()
 
 
 def _payer_at_review(page, product, email: str, amount: str) -> None:

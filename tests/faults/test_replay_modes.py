@@ -11,13 +11,15 @@ never shown as refused nor sent again by itself:
 - ``new``: it takes the repeat for a new request; the replay asks for no logical duplicate, so the bank refuses
   it when the first arrived ("sent; check with your bank") and makes it when the first never arrived.
 
-Each bank behaviour gets a product of its own (a module-scoped fixture per behaviour); the count of payments is
-read from the bank's own database.
+One product serves the three behaviours: its bank is restarted with each in turn (same port and database, as a
+redeploy would), and every submission has an amount of its own; the count of payments is read from the bank's own
+database.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 
 import pytest
 
@@ -30,21 +32,27 @@ pytestmark = [pytest.mark.product, pytest.mark.timeout(600)]
 _amounts = itertools.count(301)
 
 
-@pytest.fixture(scope="module", params=["same", "conflict", "new"])
-def product(request, tmp_path_factory) -> Product:
-    mode = request.param
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory) -> Iterator[Product]:
+    """The product, with a payer connected to the bank."""
     with whole_product(
-        tmp_path_factory.mktemp(f"replay-{mode}"),
+        tmp_path_factory.mktemp("replay"),
         redis="own",
         bank_timeout=2.0,
         extra_env={"DJANGO_SETTINGS_MODULE": "tests.faults.settings"},
-        bank_settings={"BANK_SIM_REQUEST_ID_REPLAY": mode},
     ) as running:
-        running.replay_mode = mode
         user_create(running, "payer", PASSWORD)
         session = sign_in(running, "payer", PASSWORD)
         page = connect_bank(running, session, identity=PRIVATE_1)
         assert page.status_code == 200, page.text[:1000]
+        yield running
+
+
+@pytest.fixture(scope="module", params=["same", "conflict", "new"])
+def product(request, whole) -> Iterator[Product]:
+    """The product with its bank playing the behaviour named by the parameter."""
+    with whole.bank_settings({"BANK_SIM_REQUEST_ID_REPLAY": request.param}) as running:
+        running.replay_mode = request.param
         yield running
 
 
