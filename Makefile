@@ -22,12 +22,14 @@ run: export BANK_IS_SANDBOX ?= true
 SANDBOX_BATCH_TIMES := 05:00,08:00,11:00,13:00,15:00
 run: export BANK_BATCH_TIMES ?= $(or $(BANK_SIM_BATCH_TIMES),$(SANDBOX_BATCH_TIMES))
 
-.PHONY: run bank test system-packages soak smoke lint venv certs messages migrate lock advisories bench clean help
+.PHONY: run bank test test-portal test-bank system-packages soak smoke lint venv certs messages migrate lock advisories bench clean help
 
 help:
 	@echo "make run      - portal, sandbox bank, Celery worker and beat on embedded defaults"
 	@echo "make bank     - only the sandbox bank (port from PORT, default 8001)"
 	@echo "make test     - system packages, lint and the whole test suite (QUICK=1: without the slow suites)"
+	@echo "make test-portal - the portal's pytest run of make test alone"
+	@echo "make test-bank - the sandbox bank's pytest run of make test alone"
 	@echo "make system-packages - check chromium, nginx, pg_dump, redis-server, xgettext; install them as root"
 	@echo "make lint     - ruff, bandit and the import contract"
 	@echo "make soak     - the exactly-once model for long (SOAK_EXAMPLES, default 10000; SOAK_STEPS, default 30)"
@@ -105,9 +107,20 @@ system-packages:
 SLOW_SUITES := tests/e2e tests/faults tests/load tests/browser tests/production
 QUICK_ARGS = $(if $(filter-out 0,$(QUICK)),$(addprefix --ignore=,$(SLOW_SUITES)) -m "not postgres")
 
+# The sandbox bank's tests (settings of their own) run beside the portal's, which keep the two cores busy only part
+# of the time (many wait on a server or a browser); their output is kept in a file and shown after the portal's.
 test: system-packages venv certs messages lint
 	rm -rf $(VAR_DIR)/metrics  # the metric counters of earlier processes (the tests compare before and after)
+	@echo "the sandbox bank's tests run alongside; their output follows the portal's"
+	@$(MAKE) --no-print-directory test-bank > $(VAR_DIR)/test-bank.log 2>&1 & bank=$$!; \
+		$(MAKE) --no-print-directory test-portal; portal=$$?; \
+		wait $$bank; bank=$$?; cat $(VAR_DIR)/test-bank.log; \
+		test $$portal -eq 0 && test $$bank -eq 0
+
+test-portal:
 	$(BIN)/pytest $(PYTEST_WORKERS) --ignore=tests/bank_simulator $(QUICK_ARGS) $(PYTEST_ARGS)
+
+test-bank:
 	$(BIN)/pytest $(PYTEST_WORKERS) tests/bank_simulator --ds=bank_simulator.settings $(QUICK_ARGS) $(PYTEST_ARGS)
 
 # The exactly-once model (tests/payments/test_exactly_once.py, README) for as long as asked: SOAK_EXAMPLES examples
