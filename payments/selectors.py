@@ -553,20 +553,23 @@ def _day_start(day: date) -> datetime:
 # --- payments alike (one intent, one payment) -------------------------------------------------------------
 
 
-def payments_alike(*, payment: Payment) -> QuerySet[Payment]:
+def _alike(payment: Payment) -> Q:
     """The user's other payments with the same debtor, creditor, amount and currency (what the bank's logical
-    duplicate check compares, with the day), drafts left out, newest first."""
+    duplicate check compares, with the day)."""
+    return ~Q(pk=payment.pk) & Q(
+        user_id=payment.user_id,
+        debtor_account=payment.debtor_account,
+        creditor_account=payment.creditor_account,
+        amount=payment.amount,
+        currency=payment.currency,
+    )
+
+
+def payments_alike(*, payment: Payment) -> QuerySet[Payment]:
+    """The user's other payments with the same debtor, creditor, amount and currency (:func:`_alike`), drafts left
+    out, newest first."""
     return (
-        Payment.objects.filter(
-            user_id=payment.user_id,
-            debtor_account=payment.debtor_account,
-            creditor_account=payment.creditor_account,
-            amount=payment.amount,
-            currency=payment.currency,
-        )
-        .exclude(pk=payment.pk)
-        .exclude(state=PaymentState.DRAFT)
-        .order_by("-submitted_at", "-id")
+        Payment.objects.filter(_alike(payment)).exclude(state=PaymentState.DRAFT).order_by("-submitted_at", "-id")
     )
 
 
@@ -574,16 +577,8 @@ def payments_alike_unknown(*, payment: Payment) -> QuerySet[Payment]:
     """The user's payments alike whose outcome is not known (sent, perhaps at the bank, not settled): while one
     exists, ``payment`` is not sent."""
     # One filter() (each further filter or exclude clones the query; this one is compiled on every submit),
-    # unordered: no drafts among those states, and the payment itself is left out by its primary key.
-    return Payment.objects.filter(
-        ~Q(pk=payment.pk),
-        user_id=payment.user_id,
-        debtor_account=payment.debtor_account,
-        creditor_account=payment.creditor_account,
-        amount=payment.amount,
-        currency=payment.currency,
-        state__in=UNKNOWN_OUTCOME_STATES,
-    )
+    # unordered: there are no drafts among those states.
+    return Payment.objects.filter(_alike(payment), state__in=UNKNOWN_OUTCOME_STATES)
 
 
 def payment_alike_unknown(*, payment: Payment) -> Payment | None:
